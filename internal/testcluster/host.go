@@ -1,0 +1,116 @@
+package testcluster
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"io"
+	"log"
+	"net"
+	"net/http"
+	"path/filepath"
+	"sort"
+	"sync"
+	"time"
+
+	"sigs.k8s.io/controller-runtime/pkg/certwatcher"
+)
+
+// Host is the program a pod stand-in runs. It serves on env.Listener until
+// ctx ends, reads files only through env.MountDir, and calls env.MarkReady
+// once it serves (the stand-in's readiness probe).
+type Host interface {
+	Run(ctx context.Context, env *PodEnv) error
+}
+
+// PodEnv is what a host sees of its pod: its loopback listener and the
+// folders the Deployment mounts into the container, nothing else.
+type PodEnv struct {
+	Namespace  string
+	Deployment string
+	Listener   net.Listener
+
+	mounts    map[string]string // container mountPath -> local folder
+	readyOnce sync.Once
+	ready     chan struct{}
+}
+
+// MountDir returns the local folder behind a container mountPath. A path the
+// Deployment does not mount is an error: a host cannot read a Secret that
+// its Deployment does not mount.
+func (e *PodEnv) MountDir(mountPath string) (string, error) {
+	if dir, ok := e.mounts[filepath.Clean(mountPath)]; ok {
+		return dir, nil
+	}
+	mounted := make([]string, 0, len(e.mounts))
+	for p := range e.mounts {
+		mounted = append(mounted, p)
+	}
+	sort.Strings(mounted)
+	return "", fmt.Errorf("deployment %s/%s mounts nothing at %s (mounted: %v)", e.Namespace, e.Deployment, mountPath, mounted)
+}
+
+// MarkReady tells the stand-in the host serves; it is idempotent.
+func (e *PodEnv) MarkReady() { e.readyOnce.Do(func() { close(e.ready) }) }
+
+// DefaultCertMount is controller-runtime's default serving-cert folder,
+// where Hookwright mounts the serving Secret.
+const DefaultCertMount = "/tmp/k8s-webhook-server/serving-certs"
+
+// HandlerHost serves an http.Handler over TLS with the certificate the
+// Deployment mounts, hot-reloaded by controller-runtime's certwatcher as a
+// real webhook pod would.
+type HandlerHost struct {
+	Handler   http.Handler
+	CertMount string // default DefaultCertMount
+	CertFile  string // default tls.crt
+	KeyFile   string // default tls.key
+}
+
+// Run implements Host.
+func (h HandlerHost) Run(ctx context.Context, env *PodEnv) error {
+	mount := valueOr(h.CertMount, DefaultCertMount)
+	dir, err := env.MountDir(mount)
+	if err != nil {
+		return err
+	}
+	watcher, err := certwatcher.New(filepath.Join(dir, valueOr(h.CertFile, "tls.crt")), filepath.Join(dir, valueOr(h.KeyFile, "tls.key")))
+	if err != nil {
+		return fmt.Errorf("loading serving certificate from %s: %w", mount, err)
+	}
+	watcher = watcher.WithWatchInterval(time.Second)
+	go func() { _ = watcher.Start(ctx) }()
+
+	srv := &http.Server{
+		Handler:           h.Handler,
+		TLSConfig:         &tls.Config{GetCertificate: watcher.GetCertificate, MinVersion: tls.VersionTLS12},
+		ReadHeaderTimeout: 10 * time.Second,
+		// Failed handshakes are expected (tests present wrong CAs on purpose).
+		ErrorLog: log.New(io.Discard, "", 0),
+	}
+	go func() {
+		<-ctx.Done()
+		shutdownCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(shutdownCtx)
+	}()
+	env.MarkReady()
+	if err := srv.ServeTLS(env.Listener, "", ""); !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
+}
+
+func valueOr(v, def string) string {
+	if v == "" {
+		return def
+	}
+	return v
+}
+
+// HostFunc adapts a function to Host.
+type HostFunc func(ctx context.Context, env *PodEnv) error
+
+// Run implements Host.
+func (f HostFunc) Run(ctx context.Context, env *PodEnv) error { return f(ctx, env) }

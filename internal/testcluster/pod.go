@@ -1,0 +1,236 @@
+package testcluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// errSecretMissing keeps a pod from starting, as kubelet keeps a pod in
+// ContainerCreating until every non-optional Secret volume exists.
+var errSecretMissing = errors.New("secret volume not found")
+
+// secretVolume is one Secret volume of the pod, published under dir.
+type secretVolume struct {
+	secret   string
+	items    []corev1.KeyToPath
+	optional bool
+	dir      string
+}
+
+// pod is one running stand-in for a Deployment's pods.
+type pod struct {
+	deployment types.NamespacedName
+	hash       string // of the pod template it runs
+	dir        string
+	env        *PodEnv
+	volumes    []secretVolume
+	endpoint   endpoint
+
+	writeMu sync.Mutex // serializes volume refreshes
+	cancel  context.CancelFunc
+	done    chan struct{}
+	ready   atomic.Bool
+	exited  atomic.Bool
+}
+
+// newPod lays out the pod's folders from the Deployment's template: only the
+// Secret and emptyDir volumes the chosen container mounts become folders, so
+// a host can reach nothing else.
+func newPod(dep *appsv1.Deployment, hash, baseDir string, opts serveOptions) (*pod, error) {
+	tmpl := dep.Spec.Template
+	container, err := pickContainer(tmpl.Spec.Containers, opts.container)
+	if err != nil {
+		return nil, fmt.Errorf("deployment %s/%s: %w", dep.Namespace, dep.Name, err)
+	}
+	dir, err := os.MkdirTemp(baseDir, "pod-")
+	if err != nil {
+		return nil, err
+	}
+	p := &pod{
+		deployment: client.ObjectKeyFromObject(dep),
+		hash:       hash,
+		dir:        dir,
+		env:        &PodEnv{Namespace: dep.Namespace, Deployment: dep.Name, mounts: map[string]string{}, ready: make(chan struct{})},
+		done:       make(chan struct{}),
+	}
+	volumes := map[string]corev1.Volume{}
+	for _, v := range tmpl.Spec.Volumes {
+		volumes[v.Name] = v
+	}
+	seen := map[string]string{}
+	for _, m := range container.VolumeMounts {
+		v, ok := volumes[m.Name]
+		if !ok || m.SubPath != "" {
+			continue // kubelet would reject the first; subPath mounts are not modelled
+		}
+		volDir, done := seen[v.Name]
+		if !done {
+			volDir = filepath.Join(dir, "volumes", v.Name)
+			switch {
+			case v.Secret != nil:
+				p.volumes = append(p.volumes, secretVolume{
+					secret: v.Secret.SecretName, items: v.Secret.Items,
+					optional: v.Secret.Optional != nil && *v.Secret.Optional, dir: volDir,
+				})
+			case v.EmptyDir != nil:
+				if err := os.MkdirAll(volDir, 0o755); err != nil {
+					return nil, err
+				}
+			default:
+				continue
+			}
+			seen[v.Name] = volDir
+		}
+		p.env.mounts[filepath.Clean(m.MountPath)] = volDir
+	}
+	p.endpoint = endpoint{
+		namespace: dep.Namespace,
+		labels:    labels.Set(tmpl.Labels),
+		ports:     container.Ports,
+		port:      servedPort(container, opts.port),
+	}
+	return p, nil
+}
+
+func pickContainer(containers []corev1.Container, name string) (*corev1.Container, error) {
+	for i := range containers {
+		if name == "" || containers[i].Name == name {
+			return &containers[i], nil
+		}
+	}
+	return nil, fmt.Errorf("no container %q in the pod template", name)
+}
+
+// servedPort is the containerPort the host stands for: the one asked for,
+// else the container's first declared port, else controller-runtime's 9443.
+func servedPort(c *corev1.Container, asked int32) int32 {
+	switch {
+	case asked != 0:
+		return asked
+	case len(c.Ports) > 0:
+		return c.Ports[0].ContainerPort
+	default:
+		return 9443
+	}
+}
+
+// materialize publishes every Secret volume; a missing non-optional Secret
+// returns errSecretMissing.
+func (p *pod) materialize(ctx context.Context, reader client.Reader) error {
+	for _, v := range p.volumes {
+		if _, err := p.writeVolume(ctx, reader, v); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// refreshSecret re-publishes the volumes of one Secret, as kubelet's
+// periodic sync does; it reports whether any file changed.
+func (p *pod) refreshSecret(ctx context.Context, reader client.Reader, name string) (bool, error) {
+	changed := false
+	for _, v := range p.volumes {
+		if v.secret != name {
+			continue
+		}
+		c, err := p.writeVolume(ctx, reader, v)
+		if err != nil {
+			return changed, err
+		}
+		changed = changed || c
+	}
+	return changed, nil
+}
+
+func (p *pod) writeVolume(ctx context.Context, reader client.Reader, v secretVolume) (bool, error) {
+	var secret corev1.Secret
+	err := reader.Get(ctx, types.NamespacedName{Namespace: p.deployment.Namespace, Name: v.secret}, &secret)
+	if client.IgnoreNotFound(err) != nil {
+		return false, err
+	}
+	if err != nil {
+		if v.optional {
+			return false, nil
+		}
+		return false, fmt.Errorf("%w: %s/%s", errSecretMissing, p.deployment.Namespace, v.secret)
+	}
+	files, err := projectSecret(secret.Data, v.items)
+	if err != nil {
+		return false, fmt.Errorf("secret %s/%s: %w", secret.Namespace, secret.Name, err)
+	}
+	p.writeMu.Lock()
+	defer p.writeMu.Unlock()
+	return writeAtomically(v.dir, files)
+}
+
+// projectSecret picks the files a Secret volume shows: every key, or only
+// the listed items at their paths.
+func projectSecret(data map[string][]byte, items []corev1.KeyToPath) (map[string][]byte, error) {
+	files := map[string][]byte{}
+	if len(items) == 0 {
+		for k, v := range data {
+			files[k] = v
+		}
+		return files, nil
+	}
+	for _, it := range items {
+		v, ok := data[it.Key]
+		if !ok {
+			return nil, fmt.Errorf("volume item key %q not found", it.Key)
+		}
+		files[filepath.Clean(it.Path)] = v
+	}
+	return files, nil
+}
+
+// run starts the host on a fresh loopback listener. onChange is called when
+// the pod becomes ready or its host exits.
+func (p *pod) run(host Host, onChange func()) error {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return fmt.Errorf("pod listener: %w", err)
+	}
+	p.env.Listener = ln
+	p.endpoint.addr = ln.Addr().String()
+	ctx, cancel := context.WithCancel(context.Background())
+	p.cancel = cancel
+	go func() {
+		defer close(p.done)
+		defer func() { _ = ln.Close() }()
+		_ = host.Run(ctx, p.env)
+		p.exited.Store(true)
+		if ctx.Err() == nil {
+			onChange()
+		}
+	}()
+	go func() {
+		select {
+		case <-p.env.ready:
+			p.ready.Store(true)
+			onChange()
+		case <-p.done:
+		}
+	}()
+	return nil
+}
+
+// stop ends the host, waits for it, and removes the pod's folders.
+func (p *pod) stop() {
+	if p.cancel != nil {
+		p.cancel()
+		<-p.done
+	}
+	_ = os.RemoveAll(p.dir)
+}

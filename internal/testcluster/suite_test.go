@@ -1,0 +1,25 @@
+package testcluster_test
+
+import (
+	"testing"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+
+	"github.com/hookwright/hookwright/internal/testcluster"
+)
+
+// One control plane for the whole package: starting one takes seconds.
+var cluster *testcluster.Cluster
+
+func TestTestCluster(t *testing.T) {
+	RegisterFailHandler(Fail)
+	RunSpecs(t, "Test cluster suite")
+}
+
+var _ = BeforeSuite(func() {
+	var err error
+	cluster, err = testcluster.Start(testcluster.Options{Log: GinkgoLogr})
+	Expect(err).NotTo(HaveOccurred())
+	DeferCleanup(func() { Expect(cluster.Stop()).To(Succeed()) })
+})

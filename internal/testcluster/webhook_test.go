@@ -1,0 +1,212 @@
+package testcluster_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	. "github.com/onsi/gomega"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/hookwright/hookwright/certs"
+	"github.com/hookwright/hookwright/internal/testcluster"
+)
+
+// widgetConverter is a minimal conversion webhook for a two-version CRD:
+// v1 has spec.value, v2 calls it spec.amount. It counts reviews served.
+type widgetConverter struct{ calls atomic.Int64 }
+
+func (w *widgetConverter) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
+	w.calls.Add(1)
+	var review apiextensionsv1.ConversionReview
+	if err := json.NewDecoder(r.Body).Decode(&review); err != nil || review.Request == nil {
+		http.Error(rw, "bad review", http.StatusBadRequest)
+		return
+	}
+	resp := &apiextensionsv1.ConversionResponse{UID: review.Request.UID, Result: metav1.Status{Status: metav1.StatusSuccess}}
+	for _, raw := range review.Request.Objects {
+		var obj map[string]any
+		if err := json.Unmarshal(raw.Raw, &obj); err != nil {
+			resp.Result = metav1.Status{Status: metav1.StatusFailure, Message: err.Error()}
+			break
+		}
+		spec, _ := obj["spec"].(map[string]any)
+		if spec != nil {
+			from, to := "amount", "value"
+			if strings.HasSuffix(review.Request.DesiredAPIVersion, "/v2") {
+				from, to = "value", "amount"
+			}
+			if v, ok := spec[from]; ok {
+				spec[to] = v
+				delete(spec, from)
+			}
+		}
+		obj["apiVersion"] = review.Request.DesiredAPIVersion
+		out, _ := json.Marshal(obj)
+		resp.ConvertedObjects = append(resp.ConvertedObjects, runtime.RawExtension{Raw: out})
+	}
+	review.Response, review.Request = resp, nil
+	_ = json.NewEncoder(rw).Encode(review)
+}
+
+// webhookFixture is a namespace with a two-version CRD of its own group, a
+// CA, a serving Secret, a Deployment mounting it, a Service, and the
+// converter running in the Deployment's pod stand-in.
+type webhookFixture struct {
+	ns, group, service string
+	ca                 *certs.CA
+	converter          *widgetConverter
+	crd                *apiextensionsv1.CustomResourceDefinition
+}
+
+func newWebhookFixture(ctx context.Context) *webhookFixture {
+	ns := createNamespace(ctx)
+	f := &webhookFixture{ns: ns, group: ns + ".test.hookwright.dev", service: "widget-webhook", converter: &widgetConverter{}}
+	var err error
+	f.ca, err = certs.NewCA("test-ca", certs.ECDSAP256, time.Hour, time.Now())
+	Expect(err).NotTo(HaveOccurred())
+	serving, err := f.ca.IssueServing(certs.ServiceDNSNames(f.service, ns), certs.ECDSAP256, time.Hour, time.Now())
+	Expect(err).NotTo(HaveOccurred())
+
+	Expect(cluster.Client.Create(ctx, &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "serving-cert"},
+		Type:       corev1.SecretTypeTLS,
+		Data:       map[string][]byte{"tls.crt": serving.CertPEM, "tls.key": serving.KeyPEM},
+	})).To(Succeed())
+	Expect(cluster.Client.Create(ctx, webhookDeployment(ns, "widget-webhook", "serving-cert"))).To(Succeed())
+	Expect(cluster.Client.Create(ctx, &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: f.service},
+		Spec: corev1.ServiceSpec{
+			Selector: map[string]string{"app": "widget-webhook"},
+			Ports:    []corev1.ServicePort{{Port: 443, TargetPort: intstr.FromInt32(9443)}},
+		},
+	})).To(Succeed())
+	cluster.Kubelet.Serve(ns, "widget-webhook", testcluster.HandlerHost{Handler: f.converter})
+	waitAvailable(ctx, ns, "widget-webhook")
+
+	f.crd = widgetCRD(f.group, ns, f.service, f.ca.Pair.CertPEM)
+	createCRD(ctx, f.crd)
+	return f
+}
+
+func (f *webhookFixture) gvk(version string) (string, string) {
+	return f.group + "/" + version, "Widget"
+}
+
+func (f *webhookFixture) newWidget(version, name string, spec map[string]any) *unstructured.Unstructured {
+	u := &unstructured.Unstructured{Object: map[string]any{"spec": spec}}
+	apiVersion, kind := f.gvk(version)
+	u.SetAPIVersion(apiVersion)
+	u.SetKind(kind)
+	u.SetNamespace(f.ns)
+	u.SetName(name)
+	return u
+}
+
+func (f *webhookFixture) get(ctx context.Context, version, name string) (*unstructured.Unstructured, error) {
+	u := &unstructured.Unstructured{}
+	apiVersion, kind := f.gvk(version)
+	u.SetAPIVersion(apiVersion)
+	u.SetKind(kind)
+	return u, cluster.Client.Get(ctx, client.ObjectKey{Namespace: f.ns, Name: name}, u)
+}
+
+func webhookDeployment(ns, name, secret string) *appsv1.Deployment {
+	labels := map[string]string{"app": name}
+	return &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		Spec: appsv1.DeploymentSpec{
+			Replicas: ptr.To[int32](1),
+			Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: labels},
+				Spec: corev1.PodSpec{
+					Containers: []corev1.Container{{
+						Name: "webhook", Image: "example.com/webhook:v1",
+						Ports:        []corev1.ContainerPort{{Name: "webhook", ContainerPort: 9443}},
+						VolumeMounts: []corev1.VolumeMount{{Name: "cert", MountPath: testcluster.DefaultCertMount, ReadOnly: true}},
+					}},
+					Volumes: []corev1.Volume{{Name: "cert", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: secret}}}},
+				},
+			},
+		},
+	}
+}
+
+func widgetCRD(group, ns, service string, caBundle []byte) *apiextensionsv1.CustomResourceDefinition {
+	schema := func(field string) *apiextensionsv1.CustomResourceValidation {
+		return &apiextensionsv1.CustomResourceValidation{OpenAPIV3Schema: &apiextensionsv1.JSONSchemaProps{
+			Type: "object",
+			Properties: map[string]apiextensionsv1.JSONSchemaProps{
+				"spec": {Type: "object", Properties: map[string]apiextensionsv1.JSONSchemaProps{field: {Type: "string"}}},
+			},
+		}}
+	}
+	return &apiextensionsv1.CustomResourceDefinition{
+		ObjectMeta: metav1.ObjectMeta{Name: "widgets." + group},
+		Spec: apiextensionsv1.CustomResourceDefinitionSpec{
+			Group: group,
+			Names: apiextensionsv1.CustomResourceDefinitionNames{Plural: "widgets", Singular: "widget", Kind: "Widget", ListKind: "WidgetList"},
+			Scope: apiextensionsv1.NamespaceScoped,
+			Versions: []apiextensionsv1.CustomResourceDefinitionVersion{
+				{Name: "v1", Served: true, Storage: true, Schema: schema("value")},
+				{Name: "v2", Served: true, Storage: false, Schema: schema("amount")},
+			},
+			Conversion: &apiextensionsv1.CustomResourceConversion{
+				Strategy: apiextensionsv1.WebhookConverter,
+				Webhook: &apiextensionsv1.WebhookConversion{
+					ConversionReviewVersions: []string{"v1"},
+					ClientConfig: &apiextensionsv1.WebhookClientConfig{
+						Service:  &apiextensionsv1.ServiceReference{Namespace: ns, Name: service, Path: ptr.To("/convert"), Port: ptr.To[int32](443)},
+						CABundle: caBundle,
+					},
+				},
+			},
+		},
+	}
+}
+
+func createNamespace(ctx context.Context) string {
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "tc-"}}
+	Expect(cluster.Client.Create(ctx, ns)).To(Succeed())
+	return ns.Name
+}
+
+func createCRD(ctx context.Context, crd *apiextensionsv1.CustomResourceDefinition) {
+	Expect(cluster.Client.Create(ctx, crd)).To(Succeed())
+	Eventually(func(g Gomega) {
+		var got apiextensionsv1.CustomResourceDefinition
+		g.Expect(cluster.Client.Get(ctx, client.ObjectKeyFromObject(crd), &got)).To(Succeed())
+		established := false
+		for _, c := range got.Status.Conditions {
+			established = established || (c.Type == apiextensionsv1.Established && c.Status == apiextensionsv1.ConditionTrue)
+		}
+		g.Expect(established).To(BeTrue())
+	}).Should(Succeed())
+}
+
+func waitAvailable(ctx context.Context, ns, name string) {
+	Eventually(func(g Gomega) {
+		var dep appsv1.Deployment
+		g.Expect(cluster.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, &dep)).To(Succeed())
+		g.Expect(dep.Status.ObservedGeneration).To(Equal(dep.Generation))
+		g.Expect(dep.Status.AvailableReplicas).To(Equal(*dep.Spec.Replicas))
+	}).Should(Succeed(), fmt.Sprintf("deployment %s/%s never became available", ns, name))
+}
+
+func specField(u *unstructured.Unstructured, name string) string {
+	v, _, _ := unstructured.NestedString(u.Object, "spec", name)
+	return v
+}
