@@ -31,3 +31,11 @@ $(CONTROLLER_GEN):
 .PHONY: fmt
 fmt: ## gofmt every Go file.
 	gofmt -w $$(git ls-files '*.go')
+
+.PHONY: manifests
+manifests: $(CONTROLLER_GEN) ## Generate the CRD and RBAC manifests from markers.
+	$(CONTROLLER_GEN) rbac:roleName=hookwright-manager crd paths="./api/...;./controllers/..." output:crd:artifacts:config=config/crd/bases output:rbac:artifacts:config=config/rbac
+
+.PHONY: generate
+generate: $(CONTROLLER_GEN) ## Generate deepcopy code.
+	$(CONTROLLER_GEN) object:headerFile=hack/boilerplate.go.txt paths="./api/..."

@@ -1,0 +1,38 @@
+package v1alpha1
+
+import metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+// CertificatePolicy sets how Hookwright issues the CA and serving
+// certificates of each webhook Service.
+//
+// +kubebuilder:validation:XValidation:rule="!has(self.servingLifetime) || !has(self.caLifetime) || duration(self.servingLifetime) <= duration(self.caLifetime)",message="servingLifetime must not exceed caLifetime: a serving certificate cannot outlive its CA"
+// +kubebuilder:validation:XValidation:rule="!has(self.renewBefore) || !has(self.servingLifetime) || duration(self.renewBefore) < duration(self.servingLifetime)",message="renewBefore must be shorter than servingLifetime, or a new certificate would be due for renewal at once"
+type CertificatePolicy struct {
+	// KeyAlgorithm of every issued key. ECDSA P-256 is the default: fast
+	// handshakes, small keys, supported by every Kubernetes API server.
+	// +kubebuilder:validation:Enum=ECDSA-P256;ECDSA-P384;RSA-2048;RSA-3072
+	// +kubebuilder:default=ECDSA-P256
+	// +optional
+	KeyAlgorithm string `json:"keyAlgorithm,omitempty"`
+
+	// CALifetime is how long each CA is valid. Default 2 years (as OLM):
+	// Hookwright keeps the CA key, so serving certificates are reissued
+	// without touching the trust bundle, and the CA (whose rotation needs the
+	// multi-step bundle hand-over) rotates rarely.
+	// +kubebuilder:default="17520h"
+	// +optional
+	CALifetime *metav1.Duration `json:"caLifetime,omitempty"`
+
+	// ServingLifetime is how long each serving certificate is valid.
+	// Default 90 days: short enough to limit a leaked key's use, long
+	// enough that renewal (a Secret update and a hot reload) is routine.
+	// +kubebuilder:default="2160h"
+	// +optional
+	ServingLifetime *metav1.Duration `json:"servingLifetime,omitempty"`
+
+	// RenewBefore is how long before expiry a certificate is renewed.
+	// Unset: at two thirds of its lifetime (a third is left to notice and
+	// fix a failed renewal; OLM's fixed 24 h leaves almost none).
+	// +optional
+	RenewBefore *metav1.Duration `json:"renewBefore,omitempty"`
+}

@@ -1,0 +1,43 @@
+package v1alpha1
+
+// Condition types of a WebhookInstall.
+const (
+	// TypeReady is True when every other condition is True.
+	TypeReady = "Ready"
+	// TypeCertificatesReady is True when every Service has a valid CA and serving certificate.
+	TypeCertificatesReady = "CertificatesReady"
+	// TypeWebhooksAvailable is True when every webhook Deployment is available.
+	TypeWebhooksAvailable = "WebhooksAvailable"
+	// TypeConversionConfigured is True when every conversion CRD points at its webhook.
+	TypeConversionConfigured = "ConversionConfigured"
+	// TypeConversionVerified is True when the API server converted through every webhook.
+	TypeConversionVerified = "ConversionVerified"
+)
+
+// Condition and phase reasons.
+const (
+	// ReasonSucceeded: the condition holds.
+	ReasonSucceeded = "Succeeded"
+	// ReasonInProgress: a step is under way; nothing to do but wait.
+	ReasonInProgress = "InProgress"
+	// ReasonCRDNotFound: a conversion CRD does not exist yet; create it (Hookwright watches for it).
+	ReasonCRDNotFound = "CRDNotFound"
+	// ReasonPreserveUnknownFields: the CRD sets preserveUnknownFields; webhook conversion needs it false.
+	ReasonPreserveUnknownFields = "PreserveUnknownFields"
+	// ReasonSingleVersion: the CRD serves one version; there is nothing to convert.
+	ReasonSingleVersion = "SingleVersion"
+	// ReasonOwnerConflict: another WebhookInstall owns the CRD; the message names it and how to hand over.
+	ReasonOwnerConflict = "OwnerConflict"
+	// ReasonForeignConversion: the CRD's conversion was written by someone else; hand it over with the annotation.
+	ReasonForeignConversion = "ForeignConversion"
+	// ReasonCertificateFailed: issuing or storing a certificate failed.
+	ReasonCertificateFailed = "CertificateFailed"
+	// ReasonInstallComponentFailed: a Deployment, Service or ServiceAccount could not be applied.
+	ReasonInstallComponentFailed = "InstallComponentFailed"
+	// ReasonDeploymentUnavailable: a webhook Deployment is not available yet.
+	ReasonDeploymentUnavailable = "DeploymentUnavailable"
+	// ReasonConversionFailed: the API server could not convert through the webhook; the message has its error.
+	ReasonConversionFailed = "ConversionFailed"
+	// ReasonNoObjectsToVerify: verified by a server-side dry-run create, as no object exists yet.
+	ReasonNoObjectsToVerify = "NoObjectsToVerify"
+)

@@ -1,0 +1,99 @@
+package v1alpha1
+
+import metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+// InstallPhase follows a CSV's phases.
+// +kubebuilder:validation:Enum=Pending;InstallReady;Installing;Succeeded;Failed
+type InstallPhase string
+
+const (
+	// PhasePending: waiting for something outside Hookwright (a CRD to exist).
+	PhasePending InstallPhase = "Pending"
+	// PhaseInstallReady: preflight passed and ownership claimed.
+	PhaseInstallReady InstallPhase = "InstallReady"
+	// PhaseInstalling: certificates, Deployments or conversion in progress.
+	PhaseInstalling InstallPhase = "Installing"
+	// PhaseSucceeded: every conversion CRD is configured and verified.
+	PhaseSucceeded InstallPhase = "Succeeded"
+	// PhaseFailed: needs an admin or author; status.reason says why.
+	PhaseFailed InstallPhase = "Failed"
+)
+
+// WebhookInstallStatus is what Hookwright observed and did.
+type WebhookInstallStatus struct {
+	// ObservedGeneration is the spec generation this status describes.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+	// Phase summarizes the install, as a CSV's phase.
+	// +optional
+	Phase InstallPhase `json:"phase,omitempty"`
+	// Reason is a CamelCase reason for the phase (one of the Reason* constants).
+	// +optional
+	Reason string `json:"reason,omitempty"`
+	// Message says what is happening or what to do.
+	// +optional
+	Message string `json:"message,omitempty"`
+	// Conditions: Ready, CertificatesReady, WebhooksAvailable,
+	// ConversionConfigured, ConversionVerified.
+	// +listType=map
+	// +listMapKey=type
+	// +optional
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+	// CertsLastUpdated is when a certificate was last issued (CSV name).
+	// +optional
+	CertsLastUpdated *metav1.Time `json:"certsLastUpdated,omitempty"`
+	// CertsRotateAt is the earliest renewal time of any certificate (CSV name).
+	// +optional
+	CertsRotateAt *metav1.Time `json:"certsRotateAt,omitempty"`
+	// Services lists each webhook Service and its certificates.
+	// +listType=map
+	// +listMapKey=name
+	// +optional
+	Services []ServiceStatus `json:"services,omitempty"`
+	// ConversionCRDs lists each conversion CRD and its state.
+	// +listType=map
+	// +listMapKey=name
+	// +optional
+	ConversionCRDs []ConversionCRDStatus `json:"conversionCRDs,omitempty"`
+}
+
+// ServiceStatus describes one webhook Service's certificates. Only public
+// facts: fingerprints and dates, never key material.
+type ServiceStatus struct {
+	// Name of the Service.
+	Name string `json:"name"`
+	// SecretName of the serving Secret the webhook pods mount.
+	SecretName string `json:"secretName"`
+	// CAFingerprint is the SHA-256 fingerprint of the current CA.
+	// +optional
+	CAFingerprint string `json:"caFingerprint,omitempty"`
+	// CANotAfter is when the current CA expires.
+	// +optional
+	CANotAfter *metav1.Time `json:"caNotAfter,omitempty"`
+	// ServingNotAfter is when the serving certificate expires.
+	// +optional
+	ServingNotAfter *metav1.Time `json:"servingNotAfter,omitempty"`
+}
+
+// ConversionState is where a CRD's conversion stands.
+// +kubebuilder:validation:Enum=Pending;Configured;Verified;Conflict;Failed
+type ConversionState string
+
+const (
+	ConversionPending    ConversionState = "Pending"
+	ConversionConfigured ConversionState = "Configured"
+	ConversionVerified   ConversionState = "Verified"
+	ConversionConflict   ConversionState = "Conflict"
+	ConversionFailed     ConversionState = "Failed"
+)
+
+// ConversionCRDStatus is the state of one conversion CRD.
+type ConversionCRDStatus struct {
+	// Name of the CRD.
+	Name string `json:"name"`
+	// State of its conversion.
+	State ConversionState `json:"state"`
+	// Message explains the state.
+	// +optional
+	Message string `json:"message,omitempty"`
+}
