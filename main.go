@@ -1,3 +1,87 @@
+// Command hookwright is the Hookwright operator: it installs CRD conversion
+// webhooks declared in WebhookInstalls and keeps their certificates valid.
 package main
 
-func main() {}
+import (
+	"flag"
+	"fmt"
+	"os"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/utils/clock"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	v1alpha1 "github.com/hookwright/hookwright/api/v1alpha1"
+	"github.com/hookwright/hookwright/controllers"
+)
+
+func main() {
+	var (
+		metricsAddr    string
+		probeAddr      string
+		leaderElection bool
+		leaderElectNS  string
+	)
+	flag.StringVar(&metricsAddr, "metrics-bind-address", ":8080", "address of the Prometheus metrics endpoint (0 disables it)")
+	flag.StringVar(&probeAddr, "health-probe-bind-address", ":8081", "address of the /healthz and /readyz endpoints")
+	flag.BoolVar(&leaderElection, "leader-elect", true, "elect a leader so that only one replica reconciles at a time")
+	flag.StringVar(&leaderElectNS, "leader-election-namespace", "", "namespace of the leader-election Lease (default: the pod's namespace)")
+	opts := zap.Options{}
+	opts.BindFlags(flag.CommandLine)
+	flag.Parse()
+	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&opts)))
+
+	if err := run(metricsAddr, probeAddr, leaderElection, leaderElectNS); err != nil {
+		fmt.Fprintln(os.Stderr, "hookwright:", err)
+		os.Exit(1)
+	}
+}
+
+func run(metricsAddr, probeAddr string, leaderElection bool, leaderElectNS string) error {
+	scheme := runtime.NewScheme()
+	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, apiextensionsv1.AddToScheme, v1alpha1.AddToScheme} {
+		if err := add(scheme); err != nil {
+			return err
+		}
+	}
+	cfg, err := ctrl.GetConfig()
+	if err != nil {
+		return fmt.Errorf("no Kubernetes configuration: %w (set KUBECONFIG or run in a pod)", err)
+	}
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+		Scheme:                  scheme,
+		Cache:                   controllers.CacheOptions(),
+		Metrics:                 metricsserver.Options{BindAddress: metricsAddr},
+		HealthProbeBindAddress:  probeAddr,
+		LeaderElection:          leaderElection,
+		LeaderElectionID:        "hookwright.operators.hookwright.dev",
+		LeaderElectionNamespace: leaderElectNS,
+		// A new leader starts at once when the old one shuts down cleanly.
+		LeaderElectionReleaseOnCancel: true,
+	})
+	if err != nil {
+		return fmt.Errorf("creating the manager: %w", err)
+	}
+	reconciler := &controllers.WebhookInstallReconciler{
+		Client:    mgr.GetClient(),
+		APIReader: mgr.GetAPIReader(),
+		Recorder:  mgr.GetEventRecorder("hookwright"),
+		Clock:     clock.RealClock{},
+	}
+	if err := reconciler.SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("setting up the WebhookInstall controller: %w", err)
+	}
+	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
+		return err
+	}
+	if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
+		return err
+	}
+	ctrl.Log.Info("Starting Hookwright", "leaderElection", leaderElection)
+	return mgr.Start(ctrl.SetupSignalHandler())
+}

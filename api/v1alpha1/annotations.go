@@ -1,0 +1,20 @@
+package v1alpha1
+
+// Annotations Hookwright reads and writes on CustomResourceDefinitions.
+const (
+	// AnnotationOwner on a CRD names the WebhookInstall (<namespace>/<name>)
+	// that owns its conversion. Written with optimistic concurrency, so two
+	// installs can never both claim a CRD.
+	AnnotationOwner = "operators.hookwright.dev/owner"
+	// AnnotationOwnerUID is the owning install's UID, so a deleted and
+	// re-created install of the same name is recognised.
+	AnnotationOwnerUID = "operators.hookwright.dev/owner-uid"
+	// AnnotationHandover is set by an admin on a CRD whose spec.conversion
+	// someone else wrote, to let the named install (<namespace>/<name>) take
+	// it over: kubectl annotate crd <crd> operators.hookwright.dev/handover=<namespace>/<name>
+	AnnotationHandover = "operators.hookwright.dev/handover"
+	// AnnotationReleasedBy marks a CRD whose conversion Hookwright left in
+	// place on deletion (setting None would have made objects unreadable or
+	// mangled); any WebhookInstall may take it over without a handover.
+	AnnotationReleasedBy = "operators.hookwright.dev/released-by"
+)

@@ -1,0 +1,148 @@
+package desired
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"sort"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	v1alpha1 "github.com/hookwright/hookwright/api/v1alpha1"
+	"github.com/hookwright/hookwright/certs"
+)
+
+// Paths where every container of a webhook Deployment finds its serving
+// certificate: controller-runtime's default, and the OLM-era location.
+const (
+	ServingCertDir   = "/tmp/k8s-webhook-server/serving-certs"
+	APIServerCertDir = "/apiserver.local.config/certificates"
+
+	servingVolume   = "hookwright-serving-cert"
+	apiserverVolume = "hookwright-apiserver-cert"
+)
+
+// Webhook groups the webhookdefinitions served by one Deployment: they
+// share one Service, one CA and one serving certificate.
+type Webhook struct {
+	Deployment  string
+	Service     string
+	Definitions []v1alpha1.WebhookDefinition
+}
+
+// Webhooks groups install's webhookdefinitions by deployment, in
+// deployment order, so results are stable.
+func Webhooks(install *v1alpha1.WebhookInstall) []Webhook {
+	byDeployment := map[string]*Webhook{}
+	var out []Webhook
+	for _, d := range install.Spec.Install.Spec.Deployments {
+		for _, def := range install.Spec.WebhookDefinitions {
+			if def.DeploymentName != d.Name {
+				continue
+			}
+			w, ok := byDeployment[d.Name]
+			if !ok {
+				out = append(out, Webhook{Deployment: d.Name, Service: ServiceName(d.Name)})
+				w = &out[len(out)-1]
+				byDeployment[d.Name] = w
+			}
+			w.Definitions = append(w.Definitions, def)
+		}
+	}
+	return out
+}
+
+func ownedMeta(install *v1alpha1.WebhookInstall, name string, extraLabels map[string]string) metav1.ObjectMeta {
+	labels := InstallLabels(install)
+	for k, v := range extraLabels {
+		labels[k] = v
+	}
+	return metav1.ObjectMeta{
+		Name: name, Namespace: install.Namespace, Labels: labels,
+		OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(install, v1alpha1.GroupVersion.WithKind("WebhookInstall"))},
+	}
+}
+
+// CASecret holds a Service's CA certificate and key. No pod mounts it.
+func CASecret(install *v1alpha1.WebhookInstall, service string, ca certs.KeyPair) *corev1.Secret {
+	return &corev1.Secret{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Secret"},
+		ObjectMeta: ownedMeta(install, CASecretName(service), map[string]string{LabelService: service}),
+		Type:       corev1.SecretTypeTLS,
+		Data:       map[string][]byte{corev1.TLSCertKey: ca.CertPEM, corev1.TLSPrivateKeyKey: ca.KeyPEM},
+	}
+}
+
+// ServingSecret is what webhook pods mount: the serving pair and the CA
+// certificate (never the CA key).
+func ServingSecret(install *v1alpha1.WebhookInstall, service string, caCert []byte, serving certs.KeyPair) *corev1.Secret {
+	return &corev1.Secret{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Secret"},
+		ObjectMeta: ownedMeta(install, ServingSecretName(service), map[string]string{LabelService: service}),
+		Type:       corev1.SecretTypeTLS,
+		Data:       map[string][]byte{corev1.TLSCertKey: serving.CertPEM, corev1.TLSPrivateKeyKey: serving.KeyPEM, "ca.crt": caCert},
+	}
+}
+
+// Service fronts a webhook Deployment: its selector is the Deployment's
+// matchLabels; one port per distinct containerPort (default 443), whose
+// targetPort is the definition's targetPort or the containerPort.
+func Service(install *v1alpha1.WebhookInstall, deployment *appsv1.DeploymentSpec, w Webhook) (*corev1.Service, error) {
+	if deployment.Selector == nil || len(deployment.Selector.MatchLabels) == 0 {
+		return nil, fmt.Errorf("deployment %s needs spec.selector.matchLabels: its webhook Service selects pods by them", w.Deployment)
+	}
+	ports := map[int32]corev1.ServicePort{}
+	for _, def := range w.Definitions {
+		port := def.ContainerPort
+		if port == 0 {
+			port = 443
+		}
+		target := intstr.FromInt32(port)
+		if def.TargetPort != nil {
+			target = *def.TargetPort
+		}
+		if seen, ok := ports[port]; ok && seen.TargetPort != target {
+			return nil, fmt.Errorf("webhooks of deployment %s use containerPort %d with two targetPorts (%s, %s): use one", w.Deployment, port, seen.TargetPort.String(), target.String())
+		}
+		ports[port] = corev1.ServicePort{Name: fmt.Sprintf("webhook-%d", port), Port: port, TargetPort: target, Protocol: corev1.ProtocolTCP}
+	}
+	svc := &corev1.Service{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Service"},
+		ObjectMeta: ownedMeta(install, w.Service, nil),
+		Spec:       corev1.ServiceSpec{Type: corev1.ServiceTypeClusterIP, Selector: deployment.Selector.MatchLabels},
+	}
+	for _, p := range ports {
+		svc.Spec.Ports = append(svc.Spec.Ports, p)
+	}
+	sort.Slice(svc.Spec.Ports, func(i, j int) bool { return svc.Spec.Ports[i].Port < svc.Spec.Ports[j].Port })
+	return svc, nil
+}
+
+// SpecHash is a stable hash of an object's desired content, recorded in
+// AnnotationSpecHash so an unchanged object is not written again.
+func SpecHash(obj client.Object) string {
+	copied := obj.DeepCopyObject().(client.Object)
+	annotations := copied.GetAnnotations()
+	delete(annotations, AnnotationSpecHash)
+	copied.SetAnnotations(annotations)
+	raw, _ := json.Marshal(copied)
+	sum := sha256.Sum256(raw)
+	return hex.EncodeToString(sum[:12])
+}
+
+// WithSpecHash stamps obj with its SpecHash and returns it.
+func WithSpecHash[T client.Object](obj T) T {
+	hash := SpecHash(obj)
+	annotations := obj.GetAnnotations()
+	if annotations == nil {
+		annotations = map[string]string{}
+	}
+	annotations[AnnotationSpecHash] = hash
+	obj.SetAnnotations(annotations)
+	return obj
+}

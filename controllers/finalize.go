@@ -1,0 +1,156 @@
+package controllers
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	v1alpha1 "github.com/hookwright/hookwright/api/v1alpha1"
+	"github.com/hookwright/hookwright/controllers/desired"
+)
+
+// finalize releases the install's CRD claims, removes what it created, and
+// only then lets the WebhookInstall go. Any error retries with backoff (the
+// finalizer stays), unlike OLM's one-shot delete handler.
+//
+// A CRD's conversion is switched to None only when that is harmless: every
+// object is stored in one version and every served version has the same
+// schema. Otherwise None would serve objects under the wrong schema, so the
+// conversion is left in place, an Event on the CRD says why, and the CRD is
+// marked released so a new install takes it over without a handover.
+func (r *WebhookInstallReconciler) finalize(ctx context.Context, s *installState) error {
+	if !controllerutil.ContainsFinalizer(s.install, Finalizer) {
+		return nil
+	}
+	for _, name := range conversionCRDNames(s.install) {
+		if err := r.release(ctx, s, name); err != nil {
+			return err
+		}
+	}
+	if err := r.deleteOwned(ctx, s.install); err != nil {
+		return err
+	}
+	patch := client.MergeFromWithOptions(s.install.DeepCopy(), client.MergeFromWithOptimisticLock{})
+	controllerutil.RemoveFinalizer(s.install, Finalizer)
+	return client.IgnoreNotFound(r.Client.Patch(ctx, s.install, patch, client.FieldOwner(desired.FieldManager)))
+}
+
+func (r *WebhookInstallReconciler) release(ctx context.Context, s *installState, name string) error {
+	crd := &apiextensionsv1.CustomResourceDefinition{}
+	if err := r.APIReader.Get(ctx, client.ObjectKey{Name: name}, crd); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	if crd.Annotations[v1alpha1.AnnotationOwner] != installRef(s.install) {
+		return nil // never ours, or already handed over
+	}
+	leftInPlace := false
+	if pointsAtInstall(crd, s.install) {
+		if why := noneIsUnsafe(crd); why != "" {
+			leftInPlace = true
+			r.Recorder.Eventf(crd, s.install, corev1.EventTypeWarning, "ConversionLeftInPlace", "Release",
+				"WebhookInstall %s was deleted but CRD %s keeps its webhook conversion: %s. Re-install a WebhookInstall for it, or migrate storage to one version before setting strategy None", installRef(s.install), name, why)
+		} else {
+			none := &apiextensionsv1.CustomResourceConversion{Strategy: apiextensionsv1.NoneConverter}
+			if err := r.apply(ctx, conversionApplyObject(name, none)); err != nil {
+				return err
+			}
+			r.Recorder.Eventf(crd, s.install, corev1.EventTypeNormal, "ConversionSetToNone", "Release",
+				"WebhookInstall %s was deleted; CRD %s stores one version with one schema, so conversion is now None", installRef(s.install), name)
+		}
+	}
+	patch := client.MergeFromWithOptions(crd.DeepCopy(), client.MergeFromWithOptimisticLock{})
+	delete(crd.Annotations, v1alpha1.AnnotationOwner)
+	delete(crd.Annotations, v1alpha1.AnnotationOwnerUID)
+	if leftInPlace {
+		crd.Annotations[v1alpha1.AnnotationReleasedBy] = installRef(s.install)
+	}
+	if err := r.Client.Patch(ctx, crd, patch, client.FieldOwner(desired.FieldManager)); err != nil {
+		return fmt.Errorf("releasing CRD %s: %w", name, err)
+	}
+	return nil
+}
+
+// noneIsUnsafe says why strategy None could mangle objects, or "".
+func noneIsUnsafe(crd *apiextensionsv1.CustomResourceDefinition) string {
+	if len(crd.Status.StoredVersions) > 1 {
+		return fmt.Sprintf("objects are stored in versions %v", crd.Status.StoredVersions)
+	}
+	var first *apiextensionsv1.CustomResourceValidation
+	seen := false
+	for _, v := range crd.Spec.Versions {
+		if !v.Served {
+			continue
+		}
+		if seen && !equality.Semantic.DeepEqual(first, v.Schema) {
+			return "its served versions have different schemas"
+		}
+		first, seen = v.Schema, true
+	}
+	return ""
+}
+
+func pointsAtInstall(crd *apiextensionsv1.CustomResourceDefinition, install *v1alpha1.WebhookInstall) bool {
+	c := crd.Spec.Conversion
+	return c != nil && c.Strategy == apiextensionsv1.WebhookConverter && c.Webhook != nil && c.Webhook.ClientConfig != nil &&
+		c.Webhook.ClientConfig.Service != nil && c.Webhook.ClientConfig.Service.Namespace == install.Namespace
+}
+
+// deleteOwned deletes the Deployments, Services and Secrets made for the
+// install. Owner references would let the garbage collector do it too;
+// deleting explicitly makes cleanup complete before the finalizer goes.
+func (r *WebhookInstallReconciler) deleteOwned(ctx context.Context, install *v1alpha1.WebhookInstall) error {
+	selector := client.MatchingLabels{desired.LabelInstall: install.Name, desired.LabelManagedBy: desired.ManagedByValue}
+	var errs []error
+	for _, list := range []client.ObjectList{&appsv1.DeploymentList{}, &corev1.ServiceList{}, &corev1.SecretList{}} {
+		if err := r.Client.List(ctx, list, client.InNamespace(install.Namespace), selector); err != nil {
+			return err
+		}
+		items, err := metaItems(list)
+		if err != nil {
+			return err
+		}
+		for _, obj := range items {
+			if err := r.Client.Delete(ctx, obj); err != nil && !apierrors.IsNotFound(err) {
+				errs = append(errs, err)
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func metaItems(list client.ObjectList) ([]client.Object, error) {
+	var out []client.Object
+	switch l := list.(type) {
+	case *appsv1.DeploymentList:
+		for i := range l.Items {
+			out = append(out, &l.Items[i])
+		}
+	case *corev1.ServiceList:
+		for i := range l.Items {
+			out = append(out, &l.Items[i])
+		}
+	case *corev1.SecretList:
+		for i := range l.Items {
+			out = append(out, &l.Items[i])
+		}
+	default:
+		return nil, fmt.Errorf("unexpected list %T", list)
+	}
+	return out, nil
+}
+
+func conversionCRDNames(install *v1alpha1.WebhookInstall) []string {
+	var names []string
+	for _, def := range install.Spec.WebhookDefinitions {
+		names = append(names, def.ConversionCRDs...)
+	}
+	return names
+}

@@ -1,0 +1,62 @@
+package controllers
+
+import (
+	"context"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	v1alpha1 "github.com/hookwright/hookwright/api/v1alpha1"
+	"github.com/hookwright/hookwright/controllers/desired"
+)
+
+// indexConversionCRD indexes WebhookInstalls by the CRDs they convert, so a
+// CRD event wakes exactly the installs that name it.
+const indexConversionCRD = "spec.webhookdefinitions.conversionCRDs"
+
+// CacheOptions keeps the manager's memory flat in big clusters: only
+// Hookwright's own Deployments, Services and Secrets are cached (by
+// label), and CRDs are watched as metadata only (SetupWithManager).
+func CacheOptions() cache.Options {
+	ours := labels.SelectorFromSet(labels.Set{desired.LabelManagedBy: desired.ManagedByValue})
+	return cache.Options{ByObject: map[client.Object]cache.ByObject{
+		&appsv1.Deployment{}: {Label: ours},
+		&corev1.Service{}:    {Label: ours},
+		&corev1.Secret{}:     {Label: ours},
+	}}
+}
+
+// SetupWithManager registers the reconciler, its index and its watches.
+func (r *WebhookInstallReconciler) SetupWithManager(mgr ctrl.Manager) error {
+	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &v1alpha1.WebhookInstall{}, indexConversionCRD,
+		func(obj client.Object) []string { return conversionCRDNames(obj.(*v1alpha1.WebhookInstall)) }); err != nil {
+		return err
+	}
+	return ctrl.NewControllerManagedBy(mgr).
+		For(&v1alpha1.WebhookInstall{}).
+		Owns(&appsv1.Deployment{}).
+		Owns(&corev1.Service{}).
+		Owns(&corev1.Secret{}).
+		WatchesMetadata(&apiextensionsv1.CustomResourceDefinition{}, handler.EnqueueRequestsFromMapFunc(r.installsForCRD)).
+		Complete(r)
+}
+
+// installsForCRD maps a CRD event to the installs naming it and its owner.
+func (r *WebhookInstallReconciler) installsForCRD(ctx context.Context, crd client.Object) []reconcile.Request {
+	var installs v1alpha1.WebhookInstallList
+	if err := r.Client.List(ctx, &installs, client.MatchingFields{indexConversionCRD: crd.GetName()}); err != nil {
+		return nil
+	}
+	requests := make([]reconcile.Request, 0, len(installs.Items))
+	for i := range installs.Items {
+		requests = append(requests, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&installs.Items[i])})
+	}
+	return requests
+}

@@ -1,0 +1,70 @@
+package controllers
+
+import (
+	"time"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+
+	v1alpha1 "github.com/hookwright/hookwright/api/v1alpha1"
+	"github.com/hookwright/hookwright/certs"
+	"github.com/hookwright/hookwright/controllers/desired"
+)
+
+// installState is what one pass of Reconcile learns and decides. Steps
+// fill it in order; the status is computed from it once, at the end.
+type installState struct {
+	install  *v1alpha1.WebhookInstall
+	now      time.Time
+	webhooks []desired.Webhook
+
+	crds     []*crdState // every conversion CRD, in spec order
+	services map[string]*serviceCerts
+
+	workloadsChecked bool     // ensureWorkloads ran to its end
+	unavailable      []string // webhook Deployments not available yet
+	issuedCerts      bool
+
+	// halt stops the pipeline: the steps after it cannot run yet.
+	halt *halt
+	// retryAfter asks for another pass soon (e.g. to verify a fresh write).
+	retryAfter time.Duration
+}
+
+type halt struct {
+	phase   v1alpha1.InstallPhase
+	reason  string
+	message string
+}
+
+func (s *installState) stop(phase v1alpha1.InstallPhase, reason, message string) {
+	if s.halt == nil {
+		s.halt = &halt{phase: phase, reason: reason, message: message}
+	}
+}
+
+func (s *installState) retryWithin(d time.Duration) {
+	if s.retryAfter == 0 || d < s.retryAfter {
+		s.retryAfter = d
+	}
+}
+
+// crdState is one conversion CRD as seen this pass.
+type crdState struct {
+	name       string
+	webhook    desired.Webhook
+	definition v1alpha1.WebhookDefinition
+	crd        *apiextensionsv1.CustomResourceDefinition // live read, nil if missing
+
+	state   v1alpha1.ConversionState
+	message string
+	written      bool // spec.conversion written this pass
+	unverifiable bool // no object to convert, and a dry-run could not reach the webhook
+}
+
+// serviceCerts is the certificate material of one webhook Service.
+type serviceCerts struct {
+	secretName string
+	ca         *certs.CA
+	servingPEM []byte
+	rotateAt   time.Time
+}

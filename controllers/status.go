@@ -1,0 +1,168 @@
+package controllers
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	v1alpha1 "github.com/hookwright/hookwright/api/v1alpha1"
+	"github.com/hookwright/hookwright/certs"
+)
+
+// writeStatus computes the status from what this pass learned and writes
+// it once, only when it differs, with optimistic concurrency.
+func (r *WebhookInstallReconciler) writeStatus(ctx context.Context, s *installState, stepErr error) error {
+	old := s.install.Status
+	next := computeStatus(s, stepErr)
+	if equality.Semantic.DeepEqual(old, next) {
+		return nil
+	}
+	r.recordTransitions(s.install, old, next)
+	s.install.Status = next
+	return ignoreConflict(r.Client.Status().Update(ctx, s.install))
+}
+
+// computeStatus is a pure function of the pass's state and the previous
+// status (kept for timestamps that did not change).
+func computeStatus(s *installState, stepErr error) v1alpha1.WebhookInstallStatus {
+	prev := s.install.Status
+	st := v1alpha1.WebhookInstallStatus{
+		ObservedGeneration: s.install.Generation,
+		Conditions:         append([]metav1.Condition(nil), prev.Conditions...),
+		CertsLastUpdated:   prev.CertsLastUpdated,
+	}
+	if s.issuedCerts {
+		st.CertsLastUpdated = &metav1.Time{Time: s.now.Truncate(1e9)}
+	}
+	for _, w := range s.webhooks {
+		svc, ok := s.services[w.Service]
+		if !ok {
+			continue
+		}
+		servingCert, _ := certs.ParseCert(svc.servingPEM)
+		st.Services = append(st.Services, v1alpha1.ServiceStatus{
+			Name: w.Service, SecretName: svc.secretName,
+			CAFingerprint:   certs.Fingerprint(svc.ca.Cert),
+			CANotAfter:      &metav1.Time{Time: svc.ca.Cert.NotAfter},
+			ServingNotAfter: &metav1.Time{Time: servingCert.NotAfter},
+		})
+		if st.CertsRotateAt == nil || svc.rotateAt.Before(st.CertsRotateAt.Time) {
+			st.CertsRotateAt = &metav1.Time{Time: svc.rotateAt.Truncate(1e9)}
+		}
+	}
+	for _, c := range s.crds {
+		st.ConversionCRDs = append(st.ConversionCRDs, v1alpha1.ConversionCRDStatus{Name: c.name, State: c.state, Message: c.message})
+	}
+
+	st.Phase, st.Reason, st.Message = phaseOf(s, stepErr)
+	waiting := func(string) (string, string) {
+		if s.halt != nil {
+			return s.halt.reason, s.halt.message
+		}
+		if stepErr != nil {
+			return v1alpha1.ReasonInstallComponentFailed, stepErr.Error()
+		}
+		return v1alpha1.ReasonInProgress, "waiting for earlier steps"
+	}
+	setCondition(&st, s.install.Generation, v1alpha1.TypeCertificatesReady, len(s.services) == len(s.webhooks), "every webhook service has a valid CA and serving certificate", waiting)
+	setCondition(&st, s.install.Generation, v1alpha1.TypeWebhooksAvailable, s.workloadsChecked && len(s.unavailable) == 0, "every webhook deployment is available", waiting)
+	setCondition(&st, s.install.Generation, v1alpha1.TypeConversionConfigured, allCRDs(s, v1alpha1.ConversionConfigured, v1alpha1.ConversionVerified), "every conversion CRD points at its webhook", waiting)
+	verified := allCRDs(s, v1alpha1.ConversionVerified)
+	setCondition(&st, s.install.Generation, v1alpha1.TypeConversionVerified, verified, "the API server converted through every webhook", func(string) (string, string) {
+		if failed := crdMessages(s, v1alpha1.ConversionFailed); failed != "" {
+			return v1alpha1.ReasonConversionFailed, failed
+		}
+		if unverifiable := crdUnverifiable(s); unverifiable != "" && s.halt == nil {
+			return v1alpha1.ReasonNoObjectsToVerify, unverifiable
+		}
+		return waiting("")
+	})
+	setCondition(&st, s.install.Generation, v1alpha1.TypeReady, st.Phase == v1alpha1.PhaseSucceeded, st.Message, func(string) (string, string) { return st.Reason, st.Message })
+	return st
+}
+
+func phaseOf(s *installState, stepErr error) (v1alpha1.InstallPhase, string, string) {
+	switch {
+	case s.halt != nil:
+		return s.halt.phase, s.halt.reason, s.halt.message
+	case stepErr != nil:
+		return v1alpha1.PhaseFailed, v1alpha1.ReasonInstallComponentFailed, stepErr.Error()
+	}
+	if failed := crdMessages(s, v1alpha1.ConversionFailed); failed != "" {
+		return v1alpha1.PhaseFailed, v1alpha1.ReasonConversionFailed, failed
+	}
+	for _, c := range s.crds {
+		if c.state != v1alpha1.ConversionVerified && !c.unverifiable {
+			return v1alpha1.PhaseInstalling, v1alpha1.ReasonInProgress, "conversion configured; verifying it through the API server"
+		}
+	}
+	return v1alpha1.PhaseSucceeded, v1alpha1.ReasonSucceeded, fmt.Sprintf("%d conversion CRD(s) served by their webhooks", len(s.crds))
+}
+
+func setCondition(st *v1alpha1.WebhookInstallStatus, generation int64, conditionType string, ok bool, okMessage string, notOK func(string) (string, string)) {
+	c := metav1.Condition{Type: conditionType, ObservedGeneration: generation, Status: metav1.ConditionTrue, Reason: v1alpha1.ReasonSucceeded, Message: okMessage}
+	if !ok {
+		c.Status = metav1.ConditionFalse
+		c.Reason, c.Message = notOK(conditionType)
+		if c.Reason == v1alpha1.ReasonNoObjectsToVerify || c.Reason == v1alpha1.ReasonInProgress {
+			c.Status = metav1.ConditionUnknown
+		}
+	}
+	meta.SetStatusCondition(&st.Conditions, c)
+}
+
+func allCRDs(s *installState, states ...v1alpha1.ConversionState) bool {
+	for _, c := range s.crds {
+		if !containsState(states, c.state) {
+			return false
+		}
+	}
+	return true
+}
+
+func containsState(states []v1alpha1.ConversionState, st v1alpha1.ConversionState) bool {
+	for _, x := range states {
+		if x == st {
+			return true
+		}
+	}
+	return false
+}
+
+func crdMessages(s *installState, state v1alpha1.ConversionState) string {
+	var msgs []string
+	for _, c := range s.crds {
+		if c.state == state {
+			msgs = append(msgs, c.message)
+		}
+	}
+	return strings.Join(msgs, "; ")
+}
+
+func crdUnverifiable(s *installState) string {
+	var msgs []string
+	for _, c := range s.crds {
+		if c.unverifiable {
+			msgs = append(msgs, c.message)
+		}
+	}
+	return strings.Join(msgs, "; ")
+}
+
+// recordTransitions emits an Event when the phase or its reason changes,
+// never on a resync that changes nothing.
+func (r *WebhookInstallReconciler) recordTransitions(install *v1alpha1.WebhookInstall, old, next v1alpha1.WebhookInstallStatus) {
+	if old.Phase == next.Phase && old.Reason == next.Reason {
+		return
+	}
+	eventType := corev1.EventTypeNormal
+	if next.Phase == v1alpha1.PhaseFailed {
+		eventType = corev1.EventTypeWarning
+	}
+	r.Recorder.Eventf(install, nil, eventType, next.Reason, "Reconcile", "%s: %s", next.Phase, next.Message)
+}

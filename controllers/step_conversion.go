@@ -1,0 +1,76 @@
+package controllers
+
+import (
+	"bytes"
+	"context"
+	"slices"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/utils/ptr"
+
+	v1alpha1 "github.com/hookwright/hookwright/api/v1alpha1"
+	"github.com/hookwright/hookwright/certs"
+	"github.com/hookwright/hookwright/controllers/desired"
+)
+
+// verifyDelay gives the API server time to load a just-written
+// spec.conversion before Hookwright checks it: verifying at once could
+// read through the previous configuration and prove nothing.
+const verifyDelay = 2 * time.Second
+
+// retrySoon is the pause before retrying after a lost optimistic-concurrency race.
+const retrySoon = 200 * time.Millisecond
+
+// configureConversion writes, for every conversion CRD, only the
+// conversion fields (strategy, service, path, port, caBundle,
+// conversionReviewVersions) with server-side apply, and only when they
+// differ from what the CRD has.
+func (r *WebhookInstallReconciler) configureConversion(ctx context.Context, s *installState) error {
+	for _, c := range s.crds {
+		svc := s.services[c.webhook.Service]
+		want := desired.Conversion(s.install.Namespace, c.webhook.Service, c.definition, certs.Bundle(svc.ca.Cert))
+		if conversionEqual(c.crd.Spec.Conversion, want) {
+			c.state = v1alpha1.ConversionConfigured
+			continue
+		}
+		if err := r.apply(ctx, conversionApplyObject(c.name, want)); err != nil {
+			c.state, c.message = v1alpha1.ConversionFailed, err.Error()
+			return err
+		}
+		c.crd.Spec.Conversion, c.state, c.written = want, v1alpha1.ConversionConfigured, true
+		r.Recorder.Eventf(s.install, c.crd, corev1.EventTypeNormal, "ConfiguredConversion", "Configure",
+			"Pointed CRD %s at service %s/%s, trusting CA %s", c.name, s.install.Namespace, c.webhook.Service, certs.Fingerprint(svc.ca.Cert))
+		s.retryWithin(verifyDelay)
+	}
+	return nil
+}
+
+// conversionApplyObject is the server-side apply body that sets only
+// spec.conversion of a CRD: a typed CRD would also send its zero-valued
+// required fields and claim them.
+func conversionApplyObject(name string, conv *apiextensionsv1.CustomResourceConversion) *unstructured.Unstructured {
+	raw, _ := runtime.DefaultUnstructuredConverter.ToUnstructured(conv)
+	return &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "apiextensions.k8s.io/v1",
+		"kind":       "CustomResourceDefinition",
+		"metadata":   map[string]any{"name": name},
+		"spec":       map[string]any{"conversion": raw},
+	}}
+}
+
+func conversionEqual(have, want *apiextensionsv1.CustomResourceConversion) bool {
+	if have == nil || have.Strategy != want.Strategy || have.Webhook == nil || have.Webhook.ClientConfig == nil {
+		return false
+	}
+	h, w := have.Webhook.ClientConfig, want.Webhook.ClientConfig
+	return h.URL == nil && h.Service != nil &&
+		h.Service.Namespace == w.Service.Namespace && h.Service.Name == w.Service.Name &&
+		ptr.Deref(h.Service.Path, "") == ptr.Deref(w.Service.Path, "") &&
+		ptr.Deref(h.Service.Port, 443) == ptr.Deref(w.Service.Port, 443) &&
+		bytes.Equal(h.CABundle, w.CABundle) &&
+		slices.Equal(have.Webhook.ConversionReviewVersions, want.Webhook.ConversionReviewVersions)
+}

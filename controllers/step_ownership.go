@@ -1,0 +1,124 @@
+package controllers
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	v1alpha1 "github.com/hookwright/hookwright/api/v1alpha1"
+	"github.com/hookwright/hookwright/controllers/desired"
+)
+
+// claimOwnership makes this install the one owner of each conversion CRD.
+// The claim is an annotation written with optimistic concurrency (the
+// CRD's resourceVersion is a precondition), so of any number of installs
+// and replicas racing for a CRD exactly one wins. Nothing is claimed while
+// any CRD of the install is blocked: an install deploys all or nothing.
+func (r *WebhookInstallReconciler) claimOwnership(ctx context.Context, s *installState) error {
+	me := installRef(s.install)
+	var toClaim []*crdState
+	for _, c := range s.crds {
+		owner := c.crd.Annotations[v1alpha1.AnnotationOwner]
+		switch {
+		case owner == me:
+			if c.crd.Annotations[v1alpha1.AnnotationOwnerUID] != string(s.install.UID) {
+				toClaim = append(toClaim, c) // claimed by an earlier install of the same name
+			}
+		case owner != "":
+			alive, err := r.installExists(ctx, owner)
+			if err != nil {
+				return err
+			}
+			if alive {
+				c.state, c.message = v1alpha1.ConversionConflict, "owned by WebhookInstall "+owner
+				s.stop(v1alpha1.PhaseFailed, v1alpha1.ReasonOwnerConflict, fmt.Sprintf(
+					"CRD %s is owned by WebhookInstall %s; a CRD has one conversion owner. To hand it over, delete %s, or make this install its upgrade with spec.replaces: %s",
+					c.name, owner, owner, nameOf(owner)))
+				continue
+			}
+			toClaim = append(toClaim, c) // the owner is gone without releasing
+		default:
+			if msg := foreignConversion(c.crd, s.install, c.webhook.Service); msg != "" {
+				c.state, c.message = v1alpha1.ConversionConflict, msg
+				s.stop(v1alpha1.PhaseFailed, v1alpha1.ReasonForeignConversion, msg)
+				continue
+			}
+			toClaim = append(toClaim, c)
+		}
+	}
+	if s.halt != nil {
+		return nil
+	}
+	for _, c := range toClaim {
+		if err := r.claim(ctx, s.install, c.crd); err != nil {
+			if apierrors.IsConflict(err) {
+				s.stop(v1alpha1.PhaseInstalling, v1alpha1.ReasonInProgress, fmt.Sprintf("CRD %s changed while claiming it; retrying", c.name))
+				s.retryWithin(retrySoon)
+				return nil
+			}
+			return fmt.Errorf("claiming CRD %s: %w", c.name, err)
+		}
+		r.Recorder.Eventf(s.install, c.crd, "Normal", "Claimed", "Claim", "Claimed conversion ownership of CRD %s", c.name)
+	}
+	return nil
+}
+
+func (r *WebhookInstallReconciler) claim(ctx context.Context, install *v1alpha1.WebhookInstall, crd *apiextensionsv1.CustomResourceDefinition) error {
+	patch := client.MergeFromWithOptions(crd.DeepCopy(), client.MergeFromWithOptimisticLock{})
+	if crd.Annotations == nil {
+		crd.Annotations = map[string]string{}
+	}
+	crd.Annotations[v1alpha1.AnnotationOwner] = installRef(install)
+	crd.Annotations[v1alpha1.AnnotationOwnerUID] = string(install.UID)
+	delete(crd.Annotations, v1alpha1.AnnotationHandover)
+	delete(crd.Annotations, v1alpha1.AnnotationReleasedBy)
+	return r.Client.Patch(ctx, crd, patch, client.FieldOwner(desired.FieldManager))
+}
+
+// foreignConversion explains why a CRD's existing webhook conversion may
+// not be taken over, or returns "". A conversion is foreign when it points
+// somewhere other than this install's Service, Hookwright did not leave it
+// behind, and no admin handed it over.
+func foreignConversion(crd *apiextensionsv1.CustomResourceDefinition, install *v1alpha1.WebhookInstall, service string) string {
+	conv := crd.Spec.Conversion
+	if conv == nil || conv.Strategy != apiextensionsv1.WebhookConverter || conv.Webhook == nil || conv.Webhook.ClientConfig == nil {
+		return ""
+	}
+	if crd.Annotations[v1alpha1.AnnotationHandover] == installRef(install) || crd.Annotations[v1alpha1.AnnotationReleasedBy] != "" {
+		return ""
+	}
+	cfg := conv.Webhook.ClientConfig
+	if cfg.URL == nil && cfg.Service != nil && cfg.Service.Namespace == install.Namespace && cfg.Service.Name == service {
+		return ""
+	}
+	target := "a URL"
+	if cfg.Service != nil {
+		target = "service " + cfg.Service.Namespace + "/" + cfg.Service.Name
+	}
+	return fmt.Sprintf("CRD %s already converts through %s, which Hookwright did not configure. To let this install take it over: kubectl annotate crd %s %s=%s",
+		crd.Name, target, crd.Name, v1alpha1.AnnotationHandover, installRef(install))
+}
+
+func (r *WebhookInstallReconciler) installExists(ctx context.Context, ref string) (bool, error) {
+	ns, name, ok := strings.Cut(ref, "/")
+	if !ok {
+		return false, nil
+	}
+	err := r.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, &v1alpha1.WebhookInstall{})
+	if apierrors.IsNotFound(err) {
+		return false, nil
+	}
+	return err == nil, err
+}
+
+func installRef(install *v1alpha1.WebhookInstall) string { return install.Namespace + "/" + install.Name }
+
+func nameOf(ref string) string {
+	_, name, _ := strings.Cut(ref, "/")
+	return name
+}

@@ -1,0 +1,127 @@
+package controllers
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	v1alpha1 "github.com/hookwright/hookwright/api/v1alpha1"
+	"github.com/hookwright/hookwright/certs"
+)
+
+// verifyFailedRetry is how soon a failed verification is tried again.
+const verifyFailedRetry = 10 * time.Second
+
+// verifyConversion proves, through the API server, that it converts
+// through the webhook with the caBundle Hookwright wrote: it reads an
+// object at a served version other than the storage version (or, when no
+// object exists, dry-run creates one at that version). It runs only when
+// something changed since the last verification: an idle resync reads
+// nothing and writes nothing.
+func (r *WebhookInstallReconciler) verifyConversion(ctx context.Context, s *installState) error {
+	for _, c := range s.crds {
+		if c.written {
+			c.message = "configured; verification follows once the API server has loaded it"
+			continue
+		}
+		if r.stillVerified(s, c) {
+			c.state, c.message = v1alpha1.ConversionVerified, previousMessage(s.install, c.name)
+			continue
+		}
+		version := otherServedVersion(c.crd)
+		if version == "" {
+			c.state, c.message = v1alpha1.ConversionVerified, "one served version: nothing to convert yet"
+			continue
+		}
+		verified, detail, err := r.convertThroughAPIServer(ctx, s.install, c.crd, version)
+		switch {
+		case err != nil:
+			c.state, c.message = v1alpha1.ConversionFailed, fmt.Sprintf("the API server could not convert %s to %s: %v", c.name, version, err)
+			s.retryWithin(verifyFailedRetry)
+		case verified:
+			c.state, c.message = v1alpha1.ConversionVerified, detail
+		default:
+			c.unverifiable, c.message = true, detail
+		}
+	}
+	return nil
+}
+
+// stillVerified: the status says verified for this generation and CA, and
+// nothing was written since.
+func (r *WebhookInstallReconciler) stillVerified(s *installState, c *crdState) bool {
+	st := s.install.Status
+	if st.ObservedGeneration != s.install.Generation || s.issuedCerts {
+		return false
+	}
+	fingerprint := certs.Fingerprint(s.services[c.webhook.Service].ca.Cert)
+	for _, svc := range st.Services {
+		if svc.Name == c.webhook.Service && svc.CAFingerprint != fingerprint {
+			return false
+		}
+	}
+	for _, prev := range st.ConversionCRDs {
+		if prev.Name == c.name {
+			return prev.State == v1alpha1.ConversionVerified
+		}
+	}
+	return false
+}
+
+func previousMessage(install *v1alpha1.WebhookInstall, crd string) string {
+	for _, prev := range install.Status.ConversionCRDs {
+		if prev.Name == crd {
+			return prev.Message
+		}
+	}
+	return ""
+}
+
+// convertThroughAPIServer reads one object at version through the API
+// server, which converts it from the storage version with the webhook.
+// With no object, a server-side dry-run create at version makes the API
+// server convert to the storage version. verified is false (with err nil)
+// when neither could exercise the webhook.
+func (r *WebhookInstallReconciler) convertThroughAPIServer(ctx context.Context, install *v1alpha1.WebhookInstall, crd *apiextensionsv1.CustomResourceDefinition, version string) (bool, string, error) {
+	gv := crd.Spec.Group + "/" + version
+	list := &unstructured.UnstructuredList{}
+	list.SetAPIVersion(gv)
+	list.SetKind(crd.Spec.Names.ListKind)
+	if err := r.APIReader.List(ctx, list, client.Limit(1)); err != nil {
+		return false, "", err
+	}
+	if len(list.Items) > 0 {
+		return true, fmt.Sprintf("read %s at %s through the webhook", client.ObjectKeyFromObject(&list.Items[0]), version), nil
+	}
+	probe := &unstructured.Unstructured{}
+	probe.SetAPIVersion(gv)
+	probe.SetKind(crd.Spec.Names.Kind)
+	probe.SetGenerateName("hookwright-verify-")
+	if crd.Spec.Scope == apiextensionsv1.NamespaceScoped {
+		probe.SetNamespace(install.Namespace)
+	}
+	err := r.Client.Create(ctx, probe, client.DryRunAll)
+	if err == nil {
+		return true, fmt.Sprintf("dry-run created an object at %s through the webhook (no objects exist yet)", version), nil
+	}
+	if strings.Contains(err.Error(), "conversion webhook") {
+		return false, "", err
+	}
+	return false, fmt.Sprintf("no %s exist yet and a dry-run object was rejected before conversion (%v); verification runs again on the next change", crd.Spec.Names.Plural, err), nil
+}
+
+// otherServedVersion is a served version other than the storage version:
+// reading at it needs a conversion.
+func otherServedVersion(crd *apiextensionsv1.CustomResourceDefinition) string {
+	for _, v := range crd.Spec.Versions {
+		if v.Served && !v.Storage {
+			return v.Name
+		}
+	}
+	return ""
+}

@@ -1,0 +1,157 @@
+package controllers
+
+import (
+	"context"
+	"fmt"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	v1alpha1 "github.com/hookwright/hookwright/api/v1alpha1"
+	"github.com/hookwright/hookwright/certs"
+	"github.com/hookwright/hookwright/controllers/desired"
+)
+
+// ensureWorkloads applies every install Deployment (mounting the serving
+// Secret into webhook Deployments), the webhook Services, and bare
+// ServiceAccounts that are missing. It then stops the pipeline until every
+// webhook Deployment is available: the CRD is never pointed at a webhook
+// that does not serve.
+func (r *WebhookInstallReconciler) ensureWorkloads(ctx context.Context, s *installState) error {
+	servingByDeployment := map[string]*desired.Serving{}
+	for _, w := range s.webhooks {
+		svc := s.services[w.Service]
+		cert, _ := certs.ParseCert(svc.servingPEM)
+		servingByDeployment[w.Deployment] = &desired.Serving{SecretName: svc.secretName, Fingerprint: certs.Fingerprint(cert)}
+	}
+	for _, spec := range s.install.Spec.Install.Spec.Deployments {
+		if err := r.ensureServiceAccount(ctx, s, spec.Spec.Template.Spec.ServiceAccountName); err != nil {
+			return r.componentFailed(s, err)
+		}
+		dep, err := r.ensureDeployment(ctx, s, desired.Deployment(s.install, spec, servingByDeployment[spec.Name]))
+		if err != nil {
+			return r.componentFailed(s, err)
+		}
+		if _, isWebhook := servingByDeployment[spec.Name]; isWebhook && !available(dep) {
+			s.unavailable = append(s.unavailable, fmt.Sprintf("%s (%d/%d available)", dep.Name, dep.Status.AvailableReplicas, replicas(dep)))
+		}
+	}
+	for _, w := range s.webhooks {
+		svc, err := desired.Service(s.install, deploymentSpecOf(s.install, w.Deployment), w)
+		if err != nil {
+			s.stop(v1alpha1.PhaseFailed, v1alpha1.ReasonInstallComponentFailed, err.Error())
+			return nil
+		}
+		if err := r.ensureService(ctx, s, desired.WithSpecHash(svc)); err != nil {
+			return r.componentFailed(s, err)
+		}
+	}
+	s.workloadsChecked = true
+	if len(s.unavailable) > 0 {
+		s.stop(v1alpha1.PhaseInstalling, v1alpha1.ReasonDeploymentUnavailable,
+			fmt.Sprintf("waiting for webhook deployments to be available: %v", s.unavailable))
+	}
+	return nil
+}
+
+func (r *WebhookInstallReconciler) ensureDeployment(ctx context.Context, s *installState, want *appsv1.Deployment) (*appsv1.Deployment, error) {
+	have := &appsv1.Deployment{}
+	err := r.Client.Get(ctx, client.ObjectKeyFromObject(want), have)
+	switch {
+	case apierrors.IsNotFound(err):
+		if err := r.refuseForeign(ctx, &appsv1.Deployment{}, want.Namespace, want.Name); err != nil {
+			return nil, err
+		}
+	case err != nil:
+		return nil, err
+	case have.Annotations[desired.AnnotationSpecHash] == want.Annotations[desired.AnnotationSpecHash]:
+		return have, nil
+	}
+	if err := r.apply(ctx, want); err != nil {
+		return nil, err
+	}
+	r.Recorder.Eventf(s.install, want, corev1.EventTypeNormal, "AppliedDeployment", "Apply", "Applied deployment %s", want.Name)
+	return want, nil
+}
+
+func (r *WebhookInstallReconciler) ensureService(ctx context.Context, s *installState, want *corev1.Service) error {
+	have := &corev1.Service{}
+	err := r.Client.Get(ctx, client.ObjectKeyFromObject(want), have)
+	switch {
+	case apierrors.IsNotFound(err):
+		if err := r.refuseForeign(ctx, &corev1.Service{}, want.Namespace, want.Name); err != nil {
+			return err
+		}
+	case err != nil:
+		return err
+	case have.Annotations[desired.AnnotationSpecHash] == want.Annotations[desired.AnnotationSpecHash]:
+		return nil
+	}
+	if err := r.apply(ctx, want); err != nil {
+		return err
+	}
+	r.Recorder.Eventf(s.install, want, corev1.EventTypeNormal, "AppliedService", "Apply", "Applied service %s", want.Name)
+	return nil
+}
+
+// ensureServiceAccount creates a missing ServiceAccount bare: Hookwright
+// never grants permissions on anyone's behalf.
+func (r *WebhookInstallReconciler) ensureServiceAccount(ctx context.Context, s *installState, name string) error {
+	if name == "" || name == "default" {
+		return nil
+	}
+	sa := &corev1.ServiceAccount{}
+	err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: s.install.Namespace, Name: name}, sa)
+	if !apierrors.IsNotFound(err) {
+		return err
+	}
+	sa = &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: s.install.Namespace, Name: name, Labels: desired.InstallLabels(s.install)}}
+	if err := r.Client.Create(ctx, sa, client.FieldOwner(desired.FieldManager)); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("creating service account %s: %w", name, err)
+	}
+	r.Recorder.Eventf(s.install, sa, corev1.EventTypeNormal, "CreatedServiceAccount", "Create", "Created service account %s without permissions", name)
+	return nil
+}
+
+func (r *WebhookInstallReconciler) componentFailed(s *installState, err error) error {
+	s.stop(v1alpha1.PhaseFailed, v1alpha1.ReasonInstallComponentFailed, err.Error())
+	return err
+}
+
+// deploymentSpecOf finds a webhook's deployment; admission guarantees it exists.
+func deploymentSpecOf(install *v1alpha1.WebhookInstall, name string) *appsv1.DeploymentSpec {
+	for i := range install.Spec.Install.Spec.Deployments {
+		if d := &install.Spec.Install.Spec.Deployments[i]; d.Name == name {
+			return &d.Spec
+		}
+	}
+	return &appsv1.DeploymentSpec{}
+}
+
+// available is the deployment controller's own verdict: the current spec
+// observed, every replica updated and available.
+func available(dep *appsv1.Deployment) bool {
+	if dep.Status.ObservedGeneration < dep.Generation || dep.Generation == 0 {
+		return false
+	}
+	want := replicas(dep)
+	if dep.Status.UpdatedReplicas < want || dep.Status.AvailableReplicas < want {
+		return false
+	}
+	for _, c := range dep.Status.Conditions {
+		if c.Type == appsv1.DeploymentAvailable {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+func replicas(dep *appsv1.Deployment) int32 {
+	if dep.Spec.Replicas == nil {
+		return 1
+	}
+	return *dep.Spec.Replicas
+}

@@ -1,0 +1,112 @@
+// Package controllers holds the WebhookInstall reconciler: a short pipeline
+// of steps, one file each.
+package controllers
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	v1alpha1 "github.com/hookwright/hookwright/api/v1alpha1"
+	"github.com/hookwright/hookwright/controllers/desired"
+)
+
+// Finalizer makes deletion wait until CRD claims are released safely.
+const Finalizer = "operators.hookwright.dev/cleanup"
+
+// WebhookInstallReconciler installs conversion webhooks and their
+// certificates, and points the conversion CRDs at them.
+type WebhookInstallReconciler struct {
+	// Client reads from the manager's label-selected caches and writes.
+	Client client.Client
+	// APIReader reads live: CRDs (never cached in full), and objects the
+	// label-selected caches cannot see.
+	APIReader client.Reader
+	Recorder  events.EventRecorder
+	Clock     clock.PassiveClock
+}
+
+// +kubebuilder:rbac:groups=operators.hookwright.dev,resources=webhookinstalls,verbs=get;list;watch;update;patch
+// +kubebuilder:rbac:groups=operators.hookwright.dev,resources=webhookinstalls/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=operators.hookwright.dev,resources=webhookinstalls/finalizers,verbs=update
+// +kubebuilder:rbac:groups=apps,resources=deployments,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups="",resources=services;secrets,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups="",resources=serviceaccounts,verbs=get;create
+// +kubebuilder:rbac:groups=apiextensions.k8s.io,resources=customresourcedefinitions,verbs=get;list;watch;patch
+// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+// +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;list;watch;create;update;patch
+
+// step is one stage of the pipeline. It returns an error for failures
+// worth a retry with backoff, and calls s.stop when later steps must wait.
+type step func(ctx context.Context, s *installState) error
+
+// Reconcile reads as the table of contents of an install.
+func (r *WebhookInstallReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	install := &v1alpha1.WebhookInstall{}
+	if err := r.Client.Get(ctx, req.NamespacedName, install); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	s := &installState{install: install, now: r.Clock.Now(), webhooks: desired.Webhooks(install), services: map[string]*serviceCerts{}}
+	if !install.DeletionTimestamp.IsZero() {
+		return ctrl.Result{}, r.finalize(ctx, s)
+	}
+	if err := r.ensureFinalizer(ctx, install); err != nil {
+		return ctrl.Result{}, err
+	}
+
+	var stepErr error
+	for _, run := range []step{r.preflight, r.claimOwnership, r.ensureCertificates, r.ensureWorkloads, r.configureConversion, r.verifyConversion} {
+		if stepErr = run(ctx, s); stepErr != nil || s.halt != nil {
+			break
+		}
+	}
+	if err := r.writeStatus(ctx, s, stepErr); err != nil {
+		return ctrl.Result{}, errors.Join(stepErr, err)
+	}
+	if stepErr != nil {
+		return ctrl.Result{}, stepErr
+	}
+	return ctrl.Result{RequeueAfter: r.nextPass(s)}, nil
+}
+
+// nextPass is when to look again without an event: soon when a step asked
+// for it, else at the next certificate renewal.
+func (r *WebhookInstallReconciler) nextPass(s *installState) time.Duration {
+	next := s.retryAfter
+	for _, svc := range s.services {
+		if until := svc.rotateAt.Sub(r.Clock.Now()); next == 0 || until < next {
+			next = max(until, time.Millisecond)
+		}
+	}
+	return next
+}
+
+func (r *WebhookInstallReconciler) ensureFinalizer(ctx context.Context, install *v1alpha1.WebhookInstall) error {
+	if controllerutil.ContainsFinalizer(install, Finalizer) {
+		return nil
+	}
+	patch := client.MergeFromWithOptions(install.DeepCopy(), client.MergeFromWithOptimisticLock{})
+	controllerutil.AddFinalizer(install, Finalizer)
+	if err := r.Client.Patch(ctx, install, patch, client.FieldOwner(desired.FieldManager)); err != nil {
+		return fmt.Errorf("adding finalizer to %s: %w", klog.KObj(install), err)
+	}
+	return nil
+}
+
+// ignoreConflict turns an optimistic-concurrency conflict into a quiet
+// retry: someone else wrote first, the next pass reads their result.
+func ignoreConflict(err error) error {
+	if apierrors.IsConflict(err) {
+		return nil
+	}
+	return err
+}
