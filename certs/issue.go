@@ -3,7 +3,7 @@ package certs
 import (
 	"crypto"
 	"crypto/rand"
-	"crypto/sha1" //nolint:gosec // SubjectKeyId per RFC 5280 4.2.1.2 method 1, not a security use.
+	"crypto/sha1" //nolint:gosec // SubjectKeyId is an identifier (SHA-1 of the SubjectPublicKeyInfo), not a security use.
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"

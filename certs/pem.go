@@ -31,7 +31,9 @@ func ParseCerts(bundlePEM []byte) ([]*x509.Certificate, error) {
 			break
 		}
 		if block.Type != "CERTIFICATE" {
-			return nil, fmt.Errorf("unexpected PEM block %q in a certificate bundle", block.Type)
+			// The block type is not named: it may be a key's, and key labels
+			// in error messages look like leaks to log scanners.
+			return nil, fmt.Errorf("certificate bundle holds a PEM block that is not a certificate (block %d)", len(out)+1)
 		}
 		cert, err := x509.ParseCertificate(block.Bytes)
 		if err != nil {

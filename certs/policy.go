@@ -50,7 +50,8 @@ func (p Policy) RenewAt(cert *x509.Certificate) time.Time {
 		return cert.NotAfter.Add(-p.RenewBefore)
 	}
 	issued := cert.NotBefore.Add(ClockSkew)
-	return issued.Add(cert.NotAfter.Sub(issued) * 2 / 3)
+	lifetime := cert.NotAfter.Sub(issued)
+	return issued.Add(lifetime - lifetime/3)
 }
 
 // CheckCA decides whether a stored CA pair (nil when absent) must be
@@ -94,8 +95,8 @@ func (p Policy) CheckServing(pair *KeyPair, ca *CA, dnsNames []string, now time.
 		return Verdict{ReasonNamesChanged, fmt.Sprintf("serving certificate names %v, the Service needs %v", cert.DNSNames, dnsNames)}
 	}
 	lifetime := p.ServingLifetime
-	if ca.Cert.NotAfter.Before(cert.NotBefore.Add(ClockSkew + lifetime)) {
-		lifetime = 0 // capped by the CA's own expiry when issued: do not call that a policy change
+	if capped := cert.NotAfter.Sub(ca.Cert.NotAfter); capped > -time.Minute && capped < time.Minute {
+		lifetime = 0 // cut short by the CA's own expiry when issued: not a policy change
 	}
 	return p.checkCommon(cert, lifetime, now)
 }

@@ -315,3 +315,35 @@ func TestVerdictMessages(t *testing.T) {
 		})
 	}
 }
+
+// A serving certificate that was not cut short by its CA must be reissued
+// when the policy asks for a different lifetime, even when the CA has less
+// time left than the new lifetime (regression: the capped check used the
+// current policy instead of the certificate's own NotAfter).
+func TestCheckServingLongerLifetimeWithShortLivedCA(t *testing.T) {
+	day := 24 * time.Hour
+	ca, err := NewCA("ca", ECDSAP256, 300*day, testNow)
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := ServiceDNSNames("svc", "ns")
+	issuedAt := testNow.Add(200 * day)
+	pair, err := ca.IssueServing(names, ECDSAP256, 90*day, issuedAt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, lifetime := range []time.Duration{95 * day, 120 * day, 150 * day} {
+		policy := Policy{KeyAlgorithm: ECDSAP256, CALifetime: 300 * day, ServingLifetime: lifetime}
+		if v := policy.CheckServing(&pair, ca, names, issuedAt.Add(day)); v.Reason != ReasonPolicyChanged {
+			t.Errorf("policy lifetime %s: got %q (%s), want PolicyChanged", lifetime, v.Reason, v.Message)
+		}
+	}
+	capped, err := ca.IssueServing(names, ECDSAP256, 150*day, issuedAt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	policy := Policy{KeyAlgorithm: ECDSAP256, CALifetime: 300 * day, ServingLifetime: 150 * day}
+	if v := policy.CheckServing(&capped, ca, names, issuedAt.Add(day)); !v.OK() {
+		t.Errorf("a certificate capped at the CA's expiry is not a policy change: got %q (%s)", v.Reason, v.Message)
+	}
+}

@@ -55,8 +55,8 @@ type crdState struct {
 	definition v1alpha1.WebhookDefinition
 	crd        *apiextensionsv1.CustomResourceDefinition // live read, nil if missing
 
-	state   v1alpha1.ConversionState
-	message string
+	state        v1alpha1.ConversionState
+	message      string
 	written      bool // spec.conversion written this pass
 	unverifiable bool // no object to convert, and a dry-run could not reach the webhook
 }

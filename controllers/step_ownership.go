@@ -116,7 +116,9 @@ func (r *WebhookInstallReconciler) installExists(ctx context.Context, ref string
 	return err == nil, err
 }
 
-func installRef(install *v1alpha1.WebhookInstall) string { return install.Namespace + "/" + install.Name }
+func installRef(install *v1alpha1.WebhookInstall) string {
+	return install.Namespace + "/" + install.Name
+}
 
 func nameOf(ref string) string {
 	_, name, _ := strings.Cut(ref, "/")

@@ -19,12 +19,12 @@ var _ = Describe("Conversion through the stand-in cluster network", func() {
 		f := newWebhookFixture(ctx)
 
 		Expect(cluster.Client.Create(ctx, f.newWidget("v1", "made-in-v1", map[string]any{"value": "ten"}))).To(Succeed())
-		callsBefore := f.converter.calls.Load()
+		callsBefore := f.converter.Calls.Load()
 		asV2, err := f.get(ctx, "v2", "made-in-v1")
 		Expect(err).NotTo(HaveOccurred())
 		Expect(specField(asV2, "amount")).To(Equal("ten"))
 		Expect(asV2.Object["spec"]).NotTo(HaveKey("value"))
-		Expect(f.converter.calls.Load()).To(BeNumerically(">", callsBefore), "the webhook host served the conversion")
+		Expect(f.converter.Calls.Load()).To(BeNumerically(">", callsBefore), "the webhook host served the conversion")
 
 		out, err := cluster.Kubectl(ctx, "get", "widgets.v2."+f.group, "made-in-v1", "-n", f.ns, "-o", "jsonpath={.apiVersion} {.spec.amount}")
 		Expect(err).NotTo(HaveOccurred())
@@ -54,12 +54,12 @@ var _ = Describe("Conversion through the stand-in cluster network", func() {
 		// The API server picks up the new caBundle asynchronously.
 		const x509Error = "x509: certificate signed by unknown authority"
 		Eventually(func() error { _, err := f.get(ctx, "v2", "w"); return err }).Should(MatchError(ContainSubstring(x509Error)))
-		callsBefore := f.converter.calls.Load()
+		callsBefore := f.converter.Calls.Load()
 		for range 5 {
 			_, err := f.get(ctx, "v2", "w")
 			Expect(err).To(MatchError(ContainSubstring(x509Error)))
 		}
-		Expect(f.converter.calls.Load()).To(Equal(callsBefore), "a handshake that fails verification never reaches the handler")
+		Expect(f.converter.Calls.Load()).To(Equal(callsBefore), "a handshake that fails verification never reaches the handler")
 	})
 
 	It("answers quickly with the API server's error when no pod serves the Service", func(ctx context.Context) {

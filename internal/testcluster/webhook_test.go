@@ -2,11 +2,7 @@ package testcluster_test
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
-	"net/http"
-	"strings"
-	"sync/atomic"
 	"time"
 
 	. "github.com/onsi/gomega"
@@ -15,7 +11,6 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -24,56 +19,19 @@ import (
 	"github.com/hookwright/hookwright/internal/testcluster"
 )
 
-// widgetConverter is a minimal conversion webhook for a two-version CRD:
-// v1 has spec.value, v2 calls it spec.amount. It counts reviews served.
-type widgetConverter struct{ calls atomic.Int64 }
-
-func (w *widgetConverter) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
-	w.calls.Add(1)
-	var review apiextensionsv1.ConversionReview
-	if err := json.NewDecoder(r.Body).Decode(&review); err != nil || review.Request == nil {
-		http.Error(rw, "bad review", http.StatusBadRequest)
-		return
-	}
-	resp := &apiextensionsv1.ConversionResponse{UID: review.Request.UID, Result: metav1.Status{Status: metav1.StatusSuccess}}
-	for _, raw := range review.Request.Objects {
-		var obj map[string]any
-		if err := json.Unmarshal(raw.Raw, &obj); err != nil {
-			resp.Result = metav1.Status{Status: metav1.StatusFailure, Message: err.Error()}
-			break
-		}
-		spec, _ := obj["spec"].(map[string]any)
-		if spec != nil {
-			from, to := "amount", "value"
-			if strings.HasSuffix(review.Request.DesiredAPIVersion, "/v2") {
-				from, to = "value", "amount"
-			}
-			if v, ok := spec[from]; ok {
-				spec[to] = v
-				delete(spec, from)
-			}
-		}
-		obj["apiVersion"] = review.Request.DesiredAPIVersion
-		out, _ := json.Marshal(obj)
-		resp.ConvertedObjects = append(resp.ConvertedObjects, runtime.RawExtension{Raw: out})
-	}
-	review.Response, review.Request = resp, nil
-	_ = json.NewEncoder(rw).Encode(review)
-}
-
 // webhookFixture is a namespace with a two-version CRD of its own group, a
 // CA, a serving Secret, a Deployment mounting it, a Service, and the
 // converter running in the Deployment's pod stand-in.
 type webhookFixture struct {
 	ns, group, service string
 	ca                 *certs.CA
-	converter          *widgetConverter
+	converter          *testcluster.WidgetConverter
 	crd                *apiextensionsv1.CustomResourceDefinition
 }
 
 func newWebhookFixture(ctx context.Context) *webhookFixture {
 	ns := createNamespace(ctx)
-	f := &webhookFixture{ns: ns, group: ns + ".test.hookwright.dev", service: "widget-webhook", converter: &widgetConverter{}}
+	f := &webhookFixture{ns: ns, group: ns + ".test.hookwright.dev", service: "widget-webhook", converter: &testcluster.WidgetConverter{}}
 	var err error
 	f.ca, err = certs.NewCA("test-ca", certs.ECDSAP256, time.Hour, time.Now())
 	Expect(err).NotTo(HaveOccurred())
@@ -96,7 +54,7 @@ func newWebhookFixture(ctx context.Context) *webhookFixture {
 	cluster.Kubelet.Serve(ns, "widget-webhook", testcluster.HandlerHost{Handler: f.converter})
 	waitAvailable(ctx, ns, "widget-webhook")
 
-	f.crd = widgetCRD(f.group, ns, f.service, f.ca.Pair.CertPEM)
+	f.crd = testcluster.WidgetCRD(f.group, ns, f.service, f.ca.Pair.CertPEM)
 	createCRD(ctx, f.crd)
 	return f
 }
@@ -139,39 +97,6 @@ func webhookDeployment(ns, name, secret string) *appsv1.Deployment {
 						VolumeMounts: []corev1.VolumeMount{{Name: "cert", MountPath: testcluster.DefaultCertMount, ReadOnly: true}},
 					}},
 					Volumes: []corev1.Volume{{Name: "cert", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: secret}}}},
-				},
-			},
-		},
-	}
-}
-
-func widgetCRD(group, ns, service string, caBundle []byte) *apiextensionsv1.CustomResourceDefinition {
-	schema := func(field string) *apiextensionsv1.CustomResourceValidation {
-		return &apiextensionsv1.CustomResourceValidation{OpenAPIV3Schema: &apiextensionsv1.JSONSchemaProps{
-			Type: "object",
-			Properties: map[string]apiextensionsv1.JSONSchemaProps{
-				"spec": {Type: "object", Properties: map[string]apiextensionsv1.JSONSchemaProps{field: {Type: "string"}}},
-			},
-		}}
-	}
-	return &apiextensionsv1.CustomResourceDefinition{
-		ObjectMeta: metav1.ObjectMeta{Name: "widgets." + group},
-		Spec: apiextensionsv1.CustomResourceDefinitionSpec{
-			Group: group,
-			Names: apiextensionsv1.CustomResourceDefinitionNames{Plural: "widgets", Singular: "widget", Kind: "Widget", ListKind: "WidgetList"},
-			Scope: apiextensionsv1.NamespaceScoped,
-			Versions: []apiextensionsv1.CustomResourceDefinitionVersion{
-				{Name: "v1", Served: true, Storage: true, Schema: schema("value")},
-				{Name: "v2", Served: true, Storage: false, Schema: schema("amount")},
-			},
-			Conversion: &apiextensionsv1.CustomResourceConversion{
-				Strategy: apiextensionsv1.WebhookConverter,
-				Webhook: &apiextensionsv1.WebhookConversion{
-					ConversionReviewVersions: []string{"v1"},
-					ClientConfig: &apiextensionsv1.WebhookClientConfig{
-						Service:  &apiextensionsv1.ServiceReference{Namespace: ns, Name: service, Path: ptr.To("/convert"), Port: ptr.To[int32](443)},
-						CABundle: caBundle,
-					},
 				},
 			},
 		},
