@@ -58,8 +58,7 @@ func (r *WebhookInstallReconciler) release(ctx context.Context, s *installState,
 			r.Recorder.Eventf(crd, s.install, corev1.EventTypeWarning, "ConversionLeftInPlace", "Release",
 				"WebhookInstall %s was deleted but CRD %s keeps its webhook conversion: %s. Re-install a WebhookInstall for it, or migrate storage to one version before setting strategy None", installRef(s.install), name, why)
 		} else {
-			none := &apiextensionsv1.CustomResourceConversion{Strategy: apiextensionsv1.NoneConverter}
-			if err := r.apply(ctx, conversionApplyObject(name, none)); err != nil {
+			if err := r.apply(ctx, conversionApplyObject(name, nil)); err != nil {
 				return err
 			}
 			r.Recorder.Eventf(crd, s.install, corev1.EventTypeNormal, "ConversionSetToNone", "Release",

@@ -52,14 +52,20 @@ func (r *WebhookInstallReconciler) configureConversion(ctx context.Context, s *i
 // conversionApplyObject is the server-side apply body that sets only
 // spec.conversion of a CRD: a typed CRD would also send its zero-valued
 // required fields and claim them.
+// With conv nil the body is empty: applying it removes every field
+// Hookwright owned on the CRD, and the API server defaults the strategy
+// back to None.
 func conversionApplyObject(name string, conv *apiextensionsv1.CustomResourceConversion) *unstructured.Unstructured {
-	raw, _ := runtime.DefaultUnstructuredConverter.ToUnstructured(conv)
-	return &unstructured.Unstructured{Object: map[string]any{
+	u := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "apiextensions.k8s.io/v1",
 		"kind":       "CustomResourceDefinition",
 		"metadata":   map[string]any{"name": name},
-		"spec":       map[string]any{"conversion": raw},
 	}}
+	if conv != nil {
+		raw, _ := runtime.DefaultUnstructuredConverter.ToUnstructured(conv)
+		u.Object["spec"] = map[string]any{"conversion": raw}
+	}
+	return u
 }
 
 func conversionEqual(have, want *apiextensionsv1.CustomResourceConversion) bool {

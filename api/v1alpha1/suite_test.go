@@ -3,6 +3,7 @@ package v1alpha1_test
 import (
 	"path/filepath"
 	"testing"
+	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -17,6 +18,8 @@ var cluster *testcluster.Cluster
 
 func TestAPI(t *testing.T) {
 	RegisterFailHandler(Fail)
+	SetDefaultEventuallyTimeout(30 * time.Second)
+	SetDefaultEventuallyPollingInterval(100 * time.Millisecond)
 	RunSpecs(t, "WebhookInstall API validation suite")
 }
 

@@ -2,6 +2,7 @@ package testcluster_test
 
 import (
 	"testing"
+	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -14,6 +15,8 @@ var cluster *testcluster.Cluster
 
 func TestTestCluster(t *testing.T) {
 	RegisterFailHandler(Fail)
+	SetDefaultEventuallyTimeout(30 * time.Second)
+	SetDefaultEventuallyPollingInterval(100 * time.Millisecond)
 	RunSpecs(t, "Test cluster suite")
 }
 

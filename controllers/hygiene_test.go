@@ -1,0 +1,79 @@
+package controllers_test
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	v1alpha1 "github.com/hookwright/hookwright/api/v1alpha1"
+	"github.com/hookwright/hookwright/controllers/desired"
+)
+
+var _ = Describe("A steady install", func() {
+	It("makes zero API writes on an idle resync", func(ctx context.Context) {
+		ns := createNamespace(ctx)
+		group := ns + ".hookwright.test"
+		createWidgetCRD(ctx, group)
+		serve(ns, "widget-webhook")
+		Expect(k8s.Create(ctx, newInstall(ns, "widgets", "widget-webhook", "widgets."+group))).To(Succeed())
+		eventuallyPhase(ctx, ns, "widgets", v1alpha1.PhaseSucceeded, v1alpha1.ReasonSucceeded)
+
+		// Let the follow-up passes of the install settle: no write for 3 s.
+		_, offset := managerWrites(0)
+		Eventually(func() int {
+			writes, next := managerWrites(offset)
+			offset = next
+			return len(writes)
+		}, 30*time.Second, 3*time.Second).Should(BeZero())
+
+		reconciles := reconcileCount()
+		whi := getInstall(ctx, ns, "widgets")
+		patch := client.MergeFrom(whi.DeepCopy())
+		whi.Annotations = map[string]string{"example.com/poke": "resync"}
+		Expect(k8s.Patch(ctx, whi, patch)).To(Succeed())
+		Eventually(reconcileCount).Should(BeNumerically(">", reconciles), "the annotation woke the reconciler")
+		time.Sleep(time.Second) // room for any write the pass would make
+		writes, _ := managerWrites(offset)
+		Expect(writes).To(BeEmpty(), "an idle resync writes nothing")
+	})
+})
+
+// The leak check runs after every spec: no key material in any status,
+// Event or log line the operator produced during the whole suite.
+var _ = AfterSuite(func(ctx context.Context) {
+	var secrets corev1.SecretList
+	Expect(k8s.List(ctx, &secrets, client.MatchingLabels{desired.LabelManagedBy: desired.ManagedByValue})).To(Succeed())
+	var keyLines []string
+	for _, s := range secrets.Items {
+		for _, line := range strings.Split(string(s.Data["tls.key"]), "\n") {
+			if len(line) > 20 && !strings.HasPrefix(line, "-----") {
+				keyLines = append(keyLines, line)
+			}
+		}
+	}
+	Expect(keyLines).NotTo(BeEmpty(), "the suite issued keys to look for")
+
+	var installs v1alpha1.WebhookInstallList
+	Expect(k8s.List(ctx, &installs)).To(Succeed())
+	statuses, err := json.Marshal(installs)
+	Expect(err).NotTo(HaveOccurred())
+	var events eventsv1.EventList
+	Expect(k8s.List(ctx, &events)).To(Succeed())
+	eventText, err := json.Marshal(events)
+	Expect(err).NotTo(HaveOccurred())
+	Expect(events.Items).NotTo(BeEmpty())
+
+	for name, text := range map[string]string{"status": string(statuses), "events": string(eventText), "log": managerLog.String()} {
+		Expect(text).NotTo(ContainSubstring("PRIVATE KEY"), name)
+		for _, line := range keyLines {
+			Expect(text).NotTo(ContainSubstring(line), "key material in %s", name)
+		}
+	}
+})

@@ -1,0 +1,123 @@
+package controllers_test
+
+import (
+	"context"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	v1alpha1 "github.com/hookwright/hookwright/api/v1alpha1"
+	"github.com/hookwright/hookwright/certs"
+	"github.com/hookwright/hookwright/controllers/desired"
+	"github.com/hookwright/hookwright/internal/testcluster"
+)
+
+var _ = Describe("Installing a conversion webhook", func() {
+	var ns, group, crdName string
+	BeforeEach(func(ctx context.Context) {
+		ns = createNamespace(ctx)
+		group = ns + ".hookwright.test"
+		crdName = "widgets." + group
+	})
+
+	It("runs the webhook, points the CRD at it, and the API server converts through it (dotted deployment name)", func(ctx context.Context) {
+		const deployment = "widget.webhook.v1" // OLM names its Service and its CRD reference differently for dots
+		createWidgetCRD(ctx, group)
+		converter := serve(ns, deployment)
+		Expect(k8s.Create(ctx, newInstall(ns, "widgets", deployment, crdName))).To(Succeed())
+
+		whi := eventuallyPhase(ctx, ns, "widgets", v1alpha1.PhaseSucceeded, v1alpha1.ReasonSucceeded)
+		for _, t := range []string{v1alpha1.TypeReady, v1alpha1.TypeCertificatesReady, v1alpha1.TypeWebhooksAvailable, v1alpha1.TypeConversionConfigured, v1alpha1.TypeConversionVerified} {
+			Expect(condition(whi, t).Status).To(Equal(metav1.ConditionTrue), t)
+		}
+
+		const service = "widget-webhook-v1-service"
+		Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: service}, &corev1.Service{})).To(Succeed())
+		Expect(conversionService(getCRD(ctx, crdName))).To(Equal(ns + "/" + service))
+
+		servingSecret := &corev1.Secret{}
+		Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: desired.ServingSecretName(service)}, servingSecret)).To(Succeed())
+		Expect(servingSecret.Type).To(Equal(corev1.SecretTypeTLS))
+		Expect(servingSecret.Data).To(HaveKey("ca.crt"))
+		caSecret := &corev1.Secret{}
+		Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: desired.CASecretName(service)}, caSecret)).To(Succeed())
+		Expect(servingSecret.Data["tls.key"]).NotTo(Equal(caSecret.Data["tls.key"]), "the CA key stays in its own Secret")
+		ca, err := certs.ParseCert(caSecret.Data["tls.crt"])
+		Expect(err).NotTo(HaveOccurred())
+		Expect(whi.Status.Services).To(ConsistOf(And(
+			HaveField("Name", service), HaveField("CAFingerprint", certs.Fingerprint(ca)),
+			HaveField("SecretName", desired.ServingSecretName(service)))))
+		Expect(whi.Status.CertsRotateAt).NotTo(BeNil())
+		Expect(getCRD(ctx, crdName).Spec.Conversion.Webhook.ClientConfig.CABundle).To(Equal(caSecret.Data["tls.crt"]))
+
+		var sa corev1.ServiceAccount
+		Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "widget-webhook"}, &sa)).To(Succeed(), "missing service account created bare")
+
+		Expect(k8s.Create(ctx, widget(group, "v1", ns, "made-in-v1", map[string]any{"value": "42"}))).To(Succeed())
+		before := converter.Calls.Load()
+		asV2, err := readWidget(ctx, group, "v2", ns, "made-in-v1")
+		Expect(err).NotTo(HaveOccurred())
+		Expect(specField(asV2, "amount")).To(Equal("42"))
+		Expect(converter.Calls.Load()).To(BeNumerically(">", before))
+	})
+
+	It("writes the CRD's conversion only once the webhook Deployment is available", func(ctx context.Context) {
+		createWidgetCRD(ctx, group)
+		Expect(k8s.Create(ctx, newInstall(ns, "widgets", "widget-webhook", crdName))).To(Succeed())
+		eventuallyPhase(ctx, ns, "widgets", v1alpha1.PhaseInstalling, v1alpha1.ReasonDeploymentUnavailable)
+		Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "widget-webhook"}, &appsv1.Deployment{})).To(Succeed())
+		Consistently(func() string { return conversionService(getCRD(ctx, crdName)) }, 2*time.Second, 200*time.Millisecond).
+			Should(BeEmpty(), "no conversion may point at a webhook that does not serve")
+
+		serve(ns, "widget-webhook")
+		eventuallyPhase(ctx, ns, "widgets", v1alpha1.PhaseSucceeded, v1alpha1.ReasonSucceeded)
+		Expect(conversionService(getCRD(ctx, crdName))).To(Equal(ns + "/widget-webhook-service"))
+	})
+
+	It("waits in Pending for a missing CRD and converges when it is created", func(ctx context.Context) {
+		serve(ns, "widget-webhook")
+		Expect(k8s.Create(ctx, newInstall(ns, "widgets", "widget-webhook", crdName))).To(Succeed())
+		whi := eventuallyPhase(ctx, ns, "widgets", v1alpha1.PhasePending, v1alpha1.ReasonCRDNotFound)
+		Expect(whi.Status.Message).To(ContainSubstring("CRD " + crdName + " does not exist yet"))
+		Expect(condition(whi, v1alpha1.TypeReady).Reason).To(Equal(v1alpha1.ReasonCRDNotFound))
+
+		createWidgetCRD(ctx, group)
+		eventuallyPhase(ctx, ns, "widgets", v1alpha1.PhaseSucceeded, v1alpha1.ReasonSucceeded)
+	})
+
+	It("refuses a conversion someone else configured until an admin hands it over", func(ctx context.Context) {
+		foreignCA, err := certs.NewCA("foreign", certs.ECDSAP256, time.Hour, time.Now())
+		Expect(err).NotTo(HaveOccurred())
+		crd := createForeignCRD(ctx, group, ns, foreignCA.Pair.CertPEM)
+		serve(ns, "widget-webhook")
+		Expect(k8s.Create(ctx, newInstall(ns, "widgets", "widget-webhook", crdName))).To(Succeed())
+
+		whi := eventuallyPhase(ctx, ns, "widgets", v1alpha1.PhaseFailed, v1alpha1.ReasonForeignConversion)
+		Expect(whi.Status.Message).To(ContainSubstring("kubectl annotate crd " + crdName + " " + v1alpha1.AnnotationHandover + "=" + ns + "/widgets"))
+		Consistently(func() string { return conversionService(getCRD(ctx, crdName)) }, time.Second).Should(Equal(ns + "/someone-elses-webhook"))
+		Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "widget-webhook"}, &appsv1.Deployment{})).To(Satisfy(apierrors.IsNotFound), "a refused install deploys nothing")
+
+		patch := client.MergeFrom(crd.DeepCopy())
+		crd.Annotations = map[string]string{v1alpha1.AnnotationHandover: ns + "/widgets"}
+		Expect(k8s.Patch(ctx, crd, patch)).To(Succeed())
+		eventuallyPhase(ctx, ns, "widgets", v1alpha1.PhaseSucceeded, v1alpha1.ReasonSucceeded)
+		taken := getCRD(ctx, crdName)
+		Expect(conversionService(taken)).To(Equal(ns + "/widget-webhook-service"))
+		Expect(taken.Annotations).NotTo(HaveKey(v1alpha1.AnnotationHandover), "a handover is used once")
+	})
+})
+
+func createForeignCRD(ctx context.Context, group, ns string, caBundle []byte) *apiextensionsv1.CustomResourceDefinition {
+	crd := createWidgetCRD(ctx, group)
+	patch := client.MergeFrom(crd.DeepCopy())
+	crd.Spec.Conversion = testcluster.WidgetCRD(group, ns, "someone-elses-webhook", caBundle).Spec.Conversion
+	Expect(k8s.Patch(ctx, crd, patch, client.FieldOwner("someone-else"))).To(Succeed())
+	return crd
+}
