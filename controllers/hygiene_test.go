@@ -25,13 +25,20 @@ var _ = Describe("A steady install", func() {
 		Expect(k8s.Create(ctx, newInstall(ns, "widgets", "widget-webhook", "widgets."+group))).To(Succeed())
 		eventuallyPhase(ctx, ns, "widgets", v1alpha1.PhaseSucceeded, v1alpha1.ReasonSucceeded)
 
-		// Let the follow-up passes of the install settle: no write for 3 s.
+		// Let the install's follow-up passes and Events settle: two
+		// consecutive 2 s windows without a write.
 		_, offset := managerWrites(0)
+		quiet := 0
 		Eventually(func() int {
 			writes, next := managerWrites(offset)
 			offset = next
-			return len(writes)
-		}, 30*time.Second, 3*time.Second).Should(BeZero())
+			if len(writes) == 0 {
+				quiet++
+			} else {
+				quiet = 0
+			}
+			return quiet
+		}, 60*time.Second, 2*time.Second).Should(BeNumerically(">=", 2))
 
 		reconciles := reconcileCount()
 		whi := getInstall(ctx, ns, "widgets")

@@ -61,6 +61,9 @@ var _ = BeforeSuite(func() {
 
 	cfg, err := cluster.UserConfig(managerUser, "system:masters")
 	Expect(err).NotTo(HaveOccurred())
+	// The suite's many installs would otherwise queue Events behind
+	// client-side throttling, and late Events blur the write counts.
+	cfg.QPS, cfg.Burst = 200, 400
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                 scheme,
 		Cache:                  controllers.CacheOptions(),
