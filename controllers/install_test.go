@@ -2,6 +2,7 @@ package controllers_test
 
 import (
 	"context"
+	"strings"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -59,6 +60,12 @@ var _ = Describe("Installing a conversion webhook", func() {
 
 		var sa corev1.ServiceAccount
 		Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "widget-webhook"}, &sa)).To(Succeed(), "missing service account created bare")
+
+		table, err := cluster.Kubectl(ctx, "get", "whi", "-n", ns, "-o", "wide")
+		Expect(err).NotTo(HaveOccurred())
+		Expect(strings.Fields(strings.SplitN(table, "\n", 2)[0])).To(Equal([]string{"NAME", "PHASE", "CRDS", "CA-EXPIRES", "ROTATE-AT", "SERVING-EXPIRES", "REASON", "AGE"}))
+		Expect(table).To(ContainSubstring("Succeeded"))
+		Expect(table).To(ContainSubstring(crdName))
 
 		Expect(k8s.Create(ctx, widget(group, "v1", ns, "made-in-v1", map[string]any{"value": "42"}))).To(Succeed())
 		before := converter.Calls.Load()
