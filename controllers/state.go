@@ -1,6 +1,7 @@
 package controllers
 
 import (
+	"crypto/x509"
 	"time"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -8,6 +9,7 @@ import (
 	v1alpha1 "github.com/hookwright/hookwright/api/v1alpha1"
 	"github.com/hookwright/hookwright/certs"
 	"github.com/hookwright/hookwright/controllers/desired"
+	"github.com/hookwright/hookwright/controllers/rotation"
 )
 
 // installState is what one pass of Reconcile learns and decides. Steps
@@ -28,6 +30,10 @@ type installState struct {
 	halt *halt
 	// retryAfter asks for another pass soon (e.g. to verify a fresh write).
 	retryAfter time.Duration
+
+	rotations      []v1alpha1.RotationRecord // started this pass
+	rotationNotes  map[string]string         // per Service: what a rotation waits for
+	handledRequest string                    // manual rotation request carried out this pass
 }
 
 type halt struct {
@@ -64,7 +70,13 @@ type crdState struct {
 // serviceCerts is the certificate material of one webhook Service.
 type serviceCerts struct {
 	secretName string
-	ca         *certs.CA
+	ca         *certs.CA         // active: signs the serving certificate
+	next       *certs.CA         // being introduced, trusted but not used yet
+	previous   *x509.Certificate // being retired, still trusted
 	servingPEM []byte
 	rotateAt   time.Time
+	rolledOut  bool // the Deployment serves the current certificate everywhere
 }
+
+// bundle is the caBundle the Service's CRDs must carry.
+func (c *serviceCerts) bundle() []byte { return rotation.Bundle(c.ca, c.next, c.previous) }

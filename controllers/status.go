@@ -47,9 +47,10 @@ func computeStatus(s *installState, stepErr error) v1alpha1.WebhookInstallStatus
 		servingCert, _ := certs.ParseCert(svc.servingPEM)
 		st.Services = append(st.Services, v1alpha1.ServiceStatus{
 			Name: w.Service, SecretName: svc.secretName,
-			CAFingerprint:   certs.Fingerprint(svc.ca.Cert),
-			CANotAfter:      &metav1.Time{Time: svc.ca.Cert.NotAfter},
-			ServingNotAfter: &metav1.Time{Time: servingCert.NotAfter},
+			CAFingerprint:      certs.Fingerprint(svc.ca.Cert),
+			CANotAfter:         &metav1.Time{Time: svc.ca.Cert.NotAfter},
+			ServingFingerprint: certs.Fingerprint(servingCert),
+			ServingNotAfter:    &metav1.Time{Time: servingCert.NotAfter},
 		})
 		if st.CertsRotateAt == nil || svc.rotateAt.Before(st.CertsRotateAt.Time) {
 			st.CertsRotateAt = &metav1.Time{Time: svc.rotateAt.Truncate(1e9)}
@@ -57,6 +58,11 @@ func computeStatus(s *installState, stepErr error) v1alpha1.WebhookInstallStatus
 	}
 	for _, c := range s.crds {
 		st.ConversionCRDs = append(st.ConversionCRDs, v1alpha1.ConversionCRDStatus{Name: c.name, State: c.state, Message: c.message})
+	}
+	st.Rotations = rotationHistory(s)
+	st.HandledRotationRequest = prev.HandledRotationRequest
+	if s.handledRequest != "" {
+		st.HandledRotationRequest = s.handledRequest
 	}
 
 	st.Phase, st.Reason, st.Message = phaseOf(s, stepErr)
@@ -69,7 +75,7 @@ func computeStatus(s *installState, stepErr error) v1alpha1.WebhookInstallStatus
 		}
 		return v1alpha1.ReasonInProgress, "waiting for earlier steps"
 	}
-	setCondition(&st, s.install.Generation, v1alpha1.TypeCertificatesReady, len(s.services) == len(s.webhooks), "every webhook service has a valid CA and serving certificate", waiting)
+	setCondition(&st, s.install.Generation, v1alpha1.TypeCertificatesReady, len(s.services) == len(s.webhooks), certificatesMessage(s), waiting)
 	setCondition(&st, s.install.Generation, v1alpha1.TypeWebhooksAvailable, s.workloadsChecked && len(s.unavailable) == 0, "every webhook deployment is available", waiting)
 	setCondition(&st, s.install.Generation, v1alpha1.TypeConversionConfigured, allCRDs(s, v1alpha1.ConversionConfigured, v1alpha1.ConversionVerified), "every conversion CRD points at its webhook", waiting)
 	verified := allCRDs(s, v1alpha1.ConversionVerified)
@@ -155,8 +161,10 @@ func crdUnverifiable(s *installState) string {
 }
 
 // recordTransitions emits an Event when the phase or its reason changes,
-// never on a resync that changes nothing.
+// and for every rotation that started or ended; never on a resync that
+// changes nothing.
 func (r *WebhookInstallReconciler) recordTransitions(install *v1alpha1.WebhookInstall, old, next v1alpha1.WebhookInstallStatus) {
+	r.recordRotations(install, old.Rotations, next.Rotations)
 	if old.Phase == next.Phase && old.Reason == next.Reason {
 		return
 	}

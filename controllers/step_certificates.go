@@ -1,18 +1,22 @@
 package controllers
 
 import (
-	"bytes"
 	"context"
+	"crypto/x509"
 	"fmt"
+	"strings"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1alpha1 "github.com/hookwright/hookwright/api/v1alpha1"
 	"github.com/hookwright/hookwright/certs"
 	"github.com/hookwright/hookwright/controllers/desired"
+	"github.com/hookwright/hookwright/controllers/rotation"
 )
 
 // Defaults of spec.certificates, repeated here for objects created before
@@ -20,10 +24,11 @@ import (
 const (
 	defaultCALifetime      = 17520 * time.Hour
 	defaultServingLifetime = 2160 * time.Hour
+	defaultTrustOverlap    = 10 * time.Minute
 )
 
-// policyOf turns spec.certificates into a certs.Policy.
-func policyOf(install *v1alpha1.WebhookInstall) certs.Policy {
+// policyOf turns spec.certificates into a certs.Policy and the trust overlap.
+func policyOf(install *v1alpha1.WebhookInstall) (certs.Policy, time.Duration) {
 	spec := install.Spec.Certificates
 	p := certs.Policy{KeyAlgorithm: certs.KeyAlgorithm(spec.KeyAlgorithm), CALifetime: defaultCALifetime, ServingLifetime: defaultServingLifetime}
 	if spec.CALifetime != nil {
@@ -35,82 +40,147 @@ func policyOf(install *v1alpha1.WebhookInstall) certs.Policy {
 	if spec.RenewBefore != nil {
 		p.RenewBefore = spec.RenewBefore.Duration
 	}
-	return p
+	overlap := defaultTrustOverlap
+	if spec.TrustOverlap != nil {
+		overlap = spec.TrustOverlap.Duration
+	}
+	return p, overlap
 }
 
-// ensureCertificates gives every webhook Service a CA (kept in its own
-// Secret, so serving certificates can be reissued without changing the
-// trust bundle) and a serving certificate for the Service's names. It
-// writes a Secret only when certs' policy checks say it must.
+// ensureCertificates runs, for every webhook Service, the action the
+// rotation planner picks from what the cluster stores: first issuance,
+// serving renewal under the same CA, or one step of an ordered CA rotation.
 func (r *WebhookInstallReconciler) ensureCertificates(ctx context.Context, s *installState) error {
-	policy := policyOf(s.install)
+	policy, overlap := policyOf(s.install)
+	manualKind, manualReason := pendingManualRotation(s.install)
 	for _, w := range s.webhooks {
-		caSecret, err := r.readSecret(ctx, s.install.Namespace, desired.CASecretName(w.Service))
+		o, err := r.observeCertificates(ctx, s, w.Service, w.Deployment, policy, overlap)
 		if err != nil {
 			return err
 		}
-		ca, verdict := policy.CheckCA(pairOf(caSecret), s.now)
-		if !verdict.OK() {
-			if ca, err = r.issueCA(ctx, s, w.Service, policy, verdict); err != nil {
-				return err
-			}
+		switch manualKind {
+		case v1alpha1.RotationCA:
+			o.ManualCA = manualReason
+		case v1alpha1.RotationServing:
+			o.ManualServing = manualReason
 		}
-
-		servingSecret, err := r.readSecret(ctx, s.install.Namespace, desired.ServingSecretName(w.Service))
-		if err != nil {
-			return err
+		action := rotation.Plan(o)
+		if err := r.execute(ctx, s, w.Service, o, action); err != nil {
+			return r.certificateFailed(s, w.Service, err)
 		}
-		serving := pairOf(servingSecret)
-		verdict = policy.CheckServing(serving, ca, certs.ServiceDNSNames(w.Service, s.install.Namespace), s.now)
-		if verdict.OK() && !bytes.Equal(servingSecret.Data["ca.crt"], ca.Pair.CertPEM) {
-			verdict = certs.Verdict{Reason: certs.ReasonInvalid, Message: "ca.crt in the serving Secret is not the current CA"}
-		}
-		if !verdict.OK() {
-			if serving, err = r.issueServing(ctx, s, w.Service, ca, policy, verdict); err != nil {
-				return err
-			}
-		}
-		servingCert, err := certs.ParseCert(serving.CertPEM)
-		if err != nil {
-			return fmt.Errorf("parsing the serving certificate of %s: %w", w.Service, err)
-		}
-		s.services[w.Service] = &serviceCerts{
-			secretName: desired.ServingSecretName(w.Service),
-			ca:         ca,
-			servingPEM: serving.CertPEM,
-			rotateAt:   earliest(policy.RenewAt(ca.Cert), policy.RenewAt(servingCert)),
+		if (action.Kind == rotation.StartCARotation || action.Kind == rotation.IssueServing) && action.Reason == rotation.ReasonManual {
+			s.handledRequest = s.install.Annotations[v1alpha1.AnnotationRotate]
 		}
 	}
 	return nil
 }
 
-func (r *WebhookInstallReconciler) issueCA(ctx context.Context, s *installState, service string, policy certs.Policy, why certs.Verdict) (*certs.CA, error) {
-	ca, err := certs.NewCA(service+"."+s.install.Namespace+"-ca", policy.KeyAlgorithm, policy.CALifetime, s.now)
+// observeCertificates reads the Service's CA and serving Secrets, how long
+// its CRDs have trusted the next CA, and whether the Deployment rolled out.
+func (r *WebhookInstallReconciler) observeCertificates(ctx context.Context, s *installState, service, deployment string, policy certs.Policy, overlap time.Duration) (rotation.Observed, error) {
+	o := rotation.Observed{Now: s.now, Policy: policy, Overlap: overlap, DNSNames: certs.ServiceDNSNames(service, s.install.Namespace)}
+	caSecret, err := r.readSecret(ctx, s.install.Namespace, desired.CASecretName(service))
 	if err != nil {
-		return nil, r.certificateFailed(s, service, err)
+		return o, err
 	}
-	if err := r.apply(ctx, desired.CASecret(s.install, service, ca.Pair)); err != nil {
-		return nil, r.certificateFailed(s, service, err)
+	o.Active, o.ActiveOK = loadActiveCA(caSecret)
+	if caSecret != nil {
+		if next, err := certs.LoadCA(certs.KeyPair{CertPEM: caSecret.Data[desired.NextCertKey], KeyPEM: caSecret.Data[desired.NextKeyKey]}); err == nil {
+			o.Next = next
+		}
+		if prev, err := certs.ParseCert(caSecret.Data[desired.PreviousCertKey]); err == nil {
+			o.Previous = prev
+			o.PruneAt, _ = time.Parse(time.RFC3339, caSecret.Annotations[desired.AnnotationPruneAt])
+		}
 	}
-	s.issuedCerts = true
-	r.Recorder.Eventf(s.install, nil, corev1.EventTypeNormal, "IssuedCA", "IssueCertificate",
-		"Issued CA %s for service %s (%s: %s), valid until %s", certs.Fingerprint(ca.Cert), service, why.Reason, why.Message, ca.Cert.NotAfter.UTC().Format(time.RFC3339))
-	return ca, nil
+	servingSecret, err := r.readSecret(ctx, s.install.Namespace, desired.ServingSecretName(service))
+	if err != nil {
+		return o, err
+	}
+	o.Serving = pairOf(servingSecret)
+	if o.Next != nil {
+		o.NextTrustedFor = r.trustedFor(s, service, o.Next.Cert)
+	}
+	o.RolledOut, err = r.rolledOut(ctx, s.install.Namespace, deployment, o.Serving)
+	return o, err
 }
 
-func (r *WebhookInstallReconciler) issueServing(ctx context.Context, s *installState, service string, ca *certs.CA, policy certs.Policy, why certs.Verdict) (*certs.KeyPair, error) {
-	pair, err := ca.IssueServing(certs.ServiceDNSNames(service, s.install.Namespace), policy.KeyAlgorithm, policy.ServingLifetime, s.now)
+func loadActiveCA(secret *corev1.Secret) (*certs.CA, certs.Verdict) {
+	if secret == nil {
+		return nil, certs.Verdict{Reason: certs.ReasonMissing, Message: "no CA has been issued yet"}
+	}
+	ca, err := certs.LoadCA(*pairOf(secret))
 	if err != nil {
-		return nil, r.certificateFailed(s, service, err)
+		return nil, certs.Verdict{Reason: certs.ReasonInvalid, Message: fmt.Sprintf("stored CA is unusable: %v", err)}
 	}
-	if err := r.apply(ctx, desired.ServingSecret(s.install, service, ca.Pair.CertPEM, pair)); err != nil {
-		return nil, r.certificateFailed(s, service, err)
+	return ca, certs.Verdict{}
+}
+
+// trustedFor is how long every CRD of service has had ca in its caBundle,
+// taken from the time of Hookwright's last apply on each CRD (restart-safe:
+// it is stored by the API server, not remembered).
+func (r *WebhookInstallReconciler) trustedFor(s *installState, service string, ca *x509.Certificate) time.Duration {
+	var shortest time.Duration = -1
+	for _, c := range s.crds {
+		if c.webhook.Service != service || c.crd == nil {
+			continue
+		}
+		conv := c.crd.Spec.Conversion
+		if conv == nil || conv.Webhook == nil || conv.Webhook.ClientConfig == nil || !certs.BundleContains(conv.Webhook.ClientConfig.CABundle, ca) {
+			return 0
+		}
+		var since time.Time
+		for _, mf := range c.crd.ManagedFields {
+			if mf.Manager == desired.FieldManager && mf.Operation == metav1.ManagedFieldsOperationApply && mf.Time != nil {
+				since = mf.Time.Time
+			}
+		}
+		if since.IsZero() {
+			return 0
+		}
+		if d := s.now.Sub(since); shortest < 0 || d < shortest {
+			shortest = d
+		}
 	}
-	s.issuedCerts = true
-	cert, _ := certs.ParseCert(pair.CertPEM)
-	r.Recorder.Eventf(s.install, nil, corev1.EventTypeNormal, "IssuedServingCertificate", "IssueCertificate",
-		"Issued serving certificate %s for service %s (%s: %s), valid until %s", certs.Fingerprint(cert), service, why.Reason, why.Message, cert.NotAfter.UTC().Format(time.RFC3339))
-	return &pair, nil
+	return max(shortest, 0)
+}
+
+// rolledOut: every replica of the webhook Deployment runs the pod template
+// that carries the current serving certificate's fingerprint.
+func (r *WebhookInstallReconciler) rolledOut(ctx context.Context, namespace, name string, serving *certs.KeyPair) (bool, error) {
+	if serving == nil {
+		return false, nil
+	}
+	cert, err := certs.ParseCert(serving.CertPEM)
+	if err != nil {
+		return false, nil
+	}
+	dep := &appsv1.Deployment{}
+	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, dep); err != nil {
+		return false, client.IgnoreNotFound(err)
+	}
+	return dep.Spec.Template.Annotations[desired.AnnotationServingCert] == certs.Fingerprint(cert) && fullyRolledOut(dep), nil
+}
+
+// pendingManualRotation parses the rotate annotation ("ca: reason" or
+// "serving: reason") unless that request was already carried out.
+func pendingManualRotation(install *v1alpha1.WebhookInstall) (v1alpha1.RotationKind, string) {
+	request := install.Annotations[v1alpha1.AnnotationRotate]
+	if request == "" || request == install.Status.HandledRotationRequest {
+		return "", ""
+	}
+	kind, reason, _ := strings.Cut(request, ":")
+	reason = strings.TrimSpace(reason)
+	if reason == "" {
+		reason = "requested with the " + v1alpha1.AnnotationRotate + " annotation"
+	}
+	switch strings.ToLower(strings.TrimSpace(kind)) {
+	case "ca":
+		return v1alpha1.RotationCA, reason
+	case "serving":
+		return v1alpha1.RotationServing, reason
+	}
+	return "", ""
 }
 
 func (r *WebhookInstallReconciler) certificateFailed(s *installState, service string, err error) error {
@@ -137,11 +207,4 @@ func pairOf(secret *corev1.Secret) *certs.KeyPair {
 		return nil
 	}
 	return &certs.KeyPair{CertPEM: secret.Data[corev1.TLSCertKey], KeyPEM: secret.Data[corev1.TLSPrivateKeyKey]}
-}
-
-func earliest(a, b time.Time) time.Time {
-	if a.Before(b) {
-		return a
-	}
-	return b
 }

@@ -32,7 +32,7 @@ const retrySoon = 200 * time.Millisecond
 func (r *WebhookInstallReconciler) configureConversion(ctx context.Context, s *installState) error {
 	for _, c := range s.crds {
 		svc := s.services[c.webhook.Service]
-		want := desired.Conversion(s.install.Namespace, c.webhook.Service, c.definition, certs.Bundle(svc.ca.Cert))
+		want := desired.Conversion(s.install.Namespace, c.webhook.Service, c.definition, svc.bundle())
 		if conversionEqual(c.crd.Spec.Conversion, want) {
 			c.state = v1alpha1.ConversionConfigured
 			continue

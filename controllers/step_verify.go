@@ -56,7 +56,7 @@ func (r *WebhookInstallReconciler) verifyConversion(ctx context.Context, s *inst
 // nothing was written since.
 func (r *WebhookInstallReconciler) stillVerified(s *installState, c *crdState) bool {
 	st := s.install.Status
-	if st.ObservedGeneration != s.install.Generation || s.issuedCerts {
+	if st.ObservedGeneration != s.install.Generation || s.issuedCerts || rotating(s, c.webhook.Service) {
 		return false
 	}
 	fingerprint := certs.Fingerprint(s.services[c.webhook.Service].ca.Cert)

@@ -131,14 +131,10 @@ func deploymentSpecOf(install *v1alpha1.WebhookInstall, name string) *appsv1.Dep
 	return &appsv1.DeploymentSpec{}
 }
 
-// available is the deployment controller's own verdict: the current spec
-// observed, every replica updated and available.
+// available: the Deployment serves, per the deployment controller's own
+// Available condition. A rolling update keeps it available.
 func available(dep *appsv1.Deployment) bool {
-	if dep.Status.ObservedGeneration < dep.Generation || dep.Generation == 0 {
-		return false
-	}
-	want := replicas(dep)
-	if dep.Status.UpdatedReplicas < want || dep.Status.AvailableReplicas < want {
+	if dep.Generation == 0 || dep.Status.AvailableReplicas < 1 {
 		return false
 	}
 	for _, c := range dep.Status.Conditions {
@@ -147,6 +143,13 @@ func available(dep *appsv1.Deployment) bool {
 		}
 	}
 	return false
+}
+
+// fullyRolledOut: the current spec observed, every replica updated and available.
+func fullyRolledOut(dep *appsv1.Deployment) bool {
+	want := replicas(dep)
+	return available(dep) && dep.Status.ObservedGeneration >= dep.Generation &&
+		dep.Status.UpdatedReplicas >= want && dep.Status.AvailableReplicas >= want
 }
 
 func replicas(dep *appsv1.Deployment) int32 {

@@ -1,5 +1,14 @@
 package v1alpha1
 
+// AnnotationRotate on a WebhookInstall asks for a manual rotation:
+// "ca: <reason>" or "serving: <reason>", for example
+//
+//	kubectl annotate whi my-install operators.hookwright.dev/rotate="ca: suspected key leak" --overwrite
+//
+// Each distinct value is carried out once; status.handledRotationRequest
+// records the last one handled and status.rotations the rotation itself.
+const AnnotationRotate = "operators.hookwright.dev/rotate"
+
 // Annotations Hookwright reads and writes on CustomResourceDefinitions.
 const (
 	// AnnotationOwner on a CRD names the WebhookInstall (<namespace>/<name>)

@@ -35,4 +35,13 @@ type CertificatePolicy struct {
 	// fix a failed renewal; OLM's fixed 24 h leaves almost none).
 	// +optional
 	RenewBefore *metav1.Duration `json:"renewBefore,omitempty"`
+
+	// TrustOverlap is how long a replaced CA stays in the CRDs' caBundle
+	// after the serving certificates moved to the new CA, so that every API
+	// server (an HA control plane has several) and every old pod still
+	// being drained keeps a trusted path. Default 10 minutes; unlike
+	// cert-manager, the old CA does not stay trusted until it expires.
+	// +kubebuilder:default="10m"
+	// +optional
+	TrustOverlap *metav1.Duration `json:"trustOverlap,omitempty"`
 }

@@ -50,6 +50,15 @@ type WebhookInstallStatus struct {
 	// +listMapKey=name
 	// +optional
 	Services []ServiceStatus `json:"services,omitempty"`
+	// Rotations is the audit trail of certificate issuance and rotation,
+	// newest last, bounded to the last 20.
+	// +kubebuilder:validation:MaxItems=20
+	// +optional
+	Rotations []RotationRecord `json:"rotations,omitempty"`
+	// HandledRotationRequest is the last manual rotation request (the
+	// value of the rotate annotation) that was carried out.
+	// +optional
+	HandledRotationRequest string `json:"handledRotationRequest,omitempty"`
 	// ConversionCRDs lists each conversion CRD and its state.
 	// +listType=map
 	// +listMapKey=name
@@ -70,6 +79,9 @@ type ServiceStatus struct {
 	// CANotAfter is when the current CA expires.
 	// +optional
 	CANotAfter *metav1.Time `json:"caNotAfter,omitempty"`
+	// ServingFingerprint is the SHA-256 fingerprint of the serving certificate.
+	// +optional
+	ServingFingerprint string `json:"servingFingerprint,omitempty"`
 	// ServingNotAfter is when the serving certificate expires.
 	// +optional
 	ServingNotAfter *metav1.Time `json:"servingNotAfter,omitempty"`
@@ -96,4 +108,51 @@ type ConversionCRDStatus struct {
 	// Message explains the state.
 	// +optional
 	Message string `json:"message,omitempty"`
+}
+
+// RotationKind says which certificate rotated.
+// +kubebuilder:validation:Enum=CA;Serving
+type RotationKind string
+
+const (
+	RotationCA      RotationKind = "CA"
+	RotationServing RotationKind = "Serving"
+)
+
+// RotationOutcome is where a rotation stands.
+// +kubebuilder:validation:Enum=InProgress;Succeeded;Failed
+type RotationOutcome string
+
+const (
+	RotationInProgress RotationOutcome = "InProgress"
+	RotationSucceeded  RotationOutcome = "Succeeded"
+	RotationFailed     RotationOutcome = "Failed"
+)
+
+// RotationRecord is one entry of the rotation audit trail. Fingerprints
+// are SHA-256 of the certificates; no key material is ever recorded.
+type RotationRecord struct {
+	// Service whose certificate rotated.
+	Service string `json:"service"`
+	// Kind of certificate.
+	Kind RotationKind `json:"kind"`
+	// Reason: Initial, Expiring, Manual, Missing, Invalid, PolicyChanged,
+	// NamesChanged or CAChanged.
+	Reason string `json:"reason"`
+	// Message gives the details (for Manual: the admin's request).
+	// +optional
+	Message string `json:"message,omitempty"`
+	// Started is when the rotation began.
+	Started metav1.Time `json:"started"`
+	// Completed is when it finished (the new certificate served and, for a
+	// CA, the old one pruned).
+	// +optional
+	Completed *metav1.Time `json:"completed,omitempty"`
+	// OldFingerprint of the certificate replaced; empty when Initial.
+	// +optional
+	OldFingerprint string `json:"oldFingerprint,omitempty"`
+	// NewFingerprint of the certificate issued.
+	NewFingerprint string `json:"newFingerprint"`
+	// Outcome of the rotation.
+	Outcome RotationOutcome `json:"outcome"`
 }

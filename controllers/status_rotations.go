@@ -1,0 +1,145 @@
+package controllers
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	v1alpha1 "github.com/hookwright/hookwright/api/v1alpha1"
+	"github.com/hookwright/hookwright/certs"
+)
+
+// maxRotationHistory bounds status.rotations.
+const maxRotationHistory = 20
+
+// rotationHistory is the previous audit trail plus the rotations started
+// this pass, with InProgress entries completed once their certificate is
+// in place, rolled out everywhere and verified through the API server.
+func rotationHistory(s *installState) []v1alpha1.RotationRecord {
+	history := append(append([]v1alpha1.RotationRecord(nil), s.install.Status.Rotations...), s.rotations...)
+	for i := range history {
+		rec := &history[i]
+		if rec.Outcome != v1alpha1.RotationInProgress {
+			continue
+		}
+		if supersededAt(history, i) {
+			rec.Outcome, rec.Completed = v1alpha1.RotationFailed, &metav1.Time{Time: s.now.Truncate(time.Second)}
+			rec.Message = strings.TrimSpace(rec.Message + " (superseded by a newer rotation before it completed)")
+			continue
+		}
+		if rotationDone(s, rec) {
+			rec.Outcome, rec.Completed = v1alpha1.RotationSucceeded, &metav1.Time{Time: s.now.Truncate(time.Second)}
+		}
+	}
+	if len(history) > maxRotationHistory {
+		history = history[len(history)-maxRotationHistory:]
+	}
+	return history
+}
+
+func supersededAt(history []v1alpha1.RotationRecord, i int) bool {
+	for _, later := range history[i+1:] {
+		if later.Service == history[i].Service && later.Kind == history[i].Kind {
+			return true
+		}
+	}
+	return false
+}
+
+// rotationDone: a serving rotation is done when its certificate is the
+// one stored, every pod serves it and the API server converted through it;
+// a CA rotation also needs the old CA pruned from the bundle.
+func rotationDone(s *installState, rec *v1alpha1.RotationRecord) bool {
+	svc, ok := s.services[rec.Service]
+	if !ok || !svc.rolledOut || !serviceVerified(s, rec.Service) {
+		return false
+	}
+	if rec.Kind == v1alpha1.RotationCA {
+		return svc.next == nil && svc.previous == nil && certs.Fingerprint(svc.ca.Cert) == rec.NewFingerprint
+	}
+	serving, err := certs.ParseCert(svc.servingPEM)
+	return err == nil && certs.Fingerprint(serving) == rec.NewFingerprint
+}
+
+func serviceVerified(s *installState, service string) bool {
+	found := false
+	for _, c := range s.crds {
+		if c.webhook.Service != service {
+			continue
+		}
+		if c.state != v1alpha1.ConversionVerified || c.written {
+			return false
+		}
+		found = true
+	}
+	return found
+}
+
+// rotating reports whether the Service has a rotation under way, in which
+// case every pass verifies again through the API server.
+func rotating(s *installState, service string) bool {
+	for _, rec := range append(append([]v1alpha1.RotationRecord(nil), s.install.Status.Rotations...), s.rotations...) {
+		if rec.Service == service && rec.Outcome == v1alpha1.RotationInProgress {
+			return true
+		}
+	}
+	return false
+}
+
+func certificatesMessage(s *installState) string {
+	if len(s.rotationNotes) == 0 {
+		return "every webhook service has a valid CA and serving certificate"
+	}
+	services := make([]string, 0, len(s.rotationNotes))
+	for svc := range s.rotationNotes {
+		services = append(services, svc)
+	}
+	sort.Strings(services)
+	var parts []string
+	for _, svc := range services {
+		parts = append(parts, fmt.Sprintf("%s: %s", svc, s.rotationNotes[svc]))
+	}
+	return "certificates valid; rotation under way: " + strings.Join(parts, "; ")
+}
+
+// recordRotations emits an Event per rotation started and per rotation
+// that ended, by comparing the audit trail before and after the pass.
+func (r *WebhookInstallReconciler) recordRotations(install *v1alpha1.WebhookInstall, old, next []v1alpha1.RotationRecord) {
+	known := map[string]v1alpha1.RotationOutcome{}
+	for _, rec := range old {
+		known[rotationKey(rec)] = rec.Outcome
+	}
+	for _, rec := range next {
+		before, seen := known[rotationKey(rec)]
+		switch {
+		case !seen:
+			r.Recorder.Eventf(install, nil, corev1.EventTypeNormal, "RotationStarted", "Rotate",
+				"%s certificate rotation of service %s started (%s: %s): %s -> %s", rec.Kind, rec.Service, rec.Reason, rec.Message, orNone(rec.OldFingerprint), rec.NewFingerprint)
+		case before == rec.Outcome:
+			continue
+		}
+		switch rec.Outcome {
+		case v1alpha1.RotationSucceeded:
+			r.Recorder.Eventf(install, nil, corev1.EventTypeNormal, "RotationCompleted", "Rotate",
+				"%s certificate rotation of service %s completed: %s now serves", rec.Kind, rec.Service, rec.NewFingerprint)
+		case v1alpha1.RotationFailed:
+			r.Recorder.Eventf(install, nil, corev1.EventTypeWarning, "RotationFailed", "Rotate",
+				"%s certificate rotation of service %s did not complete: %s", rec.Kind, rec.Service, rec.Message)
+		}
+	}
+}
+
+func rotationKey(rec v1alpha1.RotationRecord) string {
+	return rec.Service + "/" + string(rec.Kind) + "/" + rec.NewFingerprint
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "(none)"
+	}
+	return s
+}
