@@ -15,7 +15,7 @@ help: ## List the targets.
 .PHONY: test
 test: control-plane ## Build the control plane if needed, then run every test (one shared API server per package).
 	go vet ./...
-	go test ./... -count=1 -timeout 45m
+	go test ./... -count=1 -timeout 45m -v
 
 .PHONY: demo
 demo: control-plane ## Run the main job on a local control plane (Ctrl-C to stop).

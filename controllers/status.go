@@ -7,8 +7,10 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1alpha1 "github.com/hookwright/hookwright/api/v1alpha1"
 	"github.com/hookwright/hookwright/certs"
@@ -16,15 +18,34 @@ import (
 
 // writeStatus computes the status from what this pass learned and writes
 // it once, only when it differs, with optimistic concurrency.
+//
+// A conflict means the pass started from a stale copy; the status is then
+// recomputed on the live object, because this pass may have issued
+// certificates whose audit records must not be lost.
 func (r *WebhookInstallReconciler) writeStatus(ctx context.Context, s *installState, stepErr error) error {
-	old := s.install.Status
-	next := computeStatus(s, stepErr)
-	if equality.Semantic.DeepEqual(old, next) {
-		return nil
+	for attempt := 0; ; attempt++ {
+		old := s.install.Status
+		next := computeStatus(s, stepErr)
+		if equality.Semantic.DeepEqual(old, next) {
+			return nil
+		}
+		updated := s.install.DeepCopy()
+		updated.Status = next
+		err := r.Client.Status().Update(ctx, updated)
+		if err == nil {
+			r.recordTransitions(s.install, old, next)
+			s.install = updated
+			return nil
+		}
+		if !apierrors.IsConflict(err) || attempt == 2 {
+			return ignoreConflict(err)
+		}
+		fresh := &v1alpha1.WebhookInstall{}
+		if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(s.install), fresh); err != nil {
+			return client.IgnoreNotFound(err)
+		}
+		s.install = fresh
 	}
-	r.recordTransitions(s.install, old, next)
-	s.install.Status = next
-	return ignoreConflict(r.Client.Status().Update(ctx, s.install))
 }
 
 // computeStatus is a pure function of the pass's state and the previous

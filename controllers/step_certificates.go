@@ -52,19 +52,25 @@ func policyOf(install *v1alpha1.WebhookInstall) (certs.Policy, time.Duration) {
 // serving renewal under the same CA, or one step of an ordered CA rotation.
 func (r *WebhookInstallReconciler) ensureCertificates(ctx context.Context, s *installState) error {
 	policy, overlap := policyOf(s.install)
-	manualKind, manualReason := pendingManualRotation(s.install)
 	for _, w := range s.webhooks {
-		o, err := r.observeCertificates(ctx, s, w.Service, w.Deployment, policy, overlap)
+		o, action, err := r.planCertificates(ctx, s, r.Client, w.Service, w.Deployment, policy, overlap)
 		if err != nil {
 			return err
 		}
-		switch manualKind {
-		case v1alpha1.RotationCA:
-			o.ManualCA = manualReason
-		case v1alpha1.RotationServing:
-			o.ManualServing = manualReason
+		if writes(action) {
+			// Cached reads may lag Hookwright's own last writes; acting on
+			// them could issue twice. Writes are decided on live reads only.
+			fresh, stale, err := r.freshInstall(ctx, s)
+			if err != nil || stale {
+				s.stop(v1alpha1.PhaseInstalling, v1alpha1.ReasonInProgress, "waiting for the cache to catch up with the last write")
+				s.retryWithin(retrySoon)
+				return err
+			}
+			s.install = fresh
+			if o, action, err = r.planCertificates(ctx, s, r.APIReader, w.Service, w.Deployment, policy, overlap); err != nil {
+				return err
+			}
 		}
-		action := rotation.Plan(o)
 		if err := r.execute(ctx, s, w.Service, o, action); err != nil {
 			return r.certificateFailed(s, w.Service, err)
 		}
@@ -75,11 +81,40 @@ func (r *WebhookInstallReconciler) ensureCertificates(ctx context.Context, s *in
 	return nil
 }
 
+// planCertificates observes the Service through reader and asks the planner.
+func (r *WebhookInstallReconciler) planCertificates(ctx context.Context, s *installState, reader client.Reader, service, deployment string, policy certs.Policy, overlap time.Duration) (rotation.Observed, rotation.Action, error) {
+	o, err := r.observeCertificates(ctx, s, reader, service, deployment, policy, overlap)
+	if err != nil {
+		return o, rotation.Action{}, err
+	}
+	switch kind, reason := pendingManualRotation(s.install); kind {
+	case v1alpha1.RotationCA:
+		o.ManualCA = reason
+	case v1alpha1.RotationServing:
+		o.ManualServing = reason
+	}
+	return o, rotation.Plan(o), nil
+}
+
+func writes(a rotation.Action) bool {
+	return a.Kind != rotation.Nothing && a.Kind != rotation.Wait
+}
+
+// freshInstall reads the install live; stale reports that the cached copy
+// this pass started from is older.
+func (r *WebhookInstallReconciler) freshInstall(ctx context.Context, s *installState) (*v1alpha1.WebhookInstall, bool, error) {
+	fresh := &v1alpha1.WebhookInstall{}
+	if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(s.install), fresh); err != nil {
+		return nil, false, err
+	}
+	return fresh, fresh.ResourceVersion != s.install.ResourceVersion, nil
+}
+
 // observeCertificates reads the Service's CA and serving Secrets, how long
 // its CRDs have trusted the next CA, and whether the Deployment rolled out.
-func (r *WebhookInstallReconciler) observeCertificates(ctx context.Context, s *installState, service, deployment string, policy certs.Policy, overlap time.Duration) (rotation.Observed, error) {
+func (r *WebhookInstallReconciler) observeCertificates(ctx context.Context, s *installState, reader client.Reader, service, deployment string, policy certs.Policy, overlap time.Duration) (rotation.Observed, error) {
 	o := rotation.Observed{Now: s.now, Policy: policy, Overlap: overlap, DNSNames: certs.ServiceDNSNames(service, s.install.Namespace)}
-	caSecret, err := r.readSecret(ctx, s.install.Namespace, desired.CASecretName(service))
+	caSecret, err := r.readSecret(ctx, reader, s.install.Namespace, desired.CASecretName(service))
 	if err != nil {
 		return o, err
 	}
@@ -93,7 +128,7 @@ func (r *WebhookInstallReconciler) observeCertificates(ctx context.Context, s *i
 			o.PruneAt, _ = time.Parse(time.RFC3339, caSecret.Annotations[desired.AnnotationPruneAt])
 		}
 	}
-	servingSecret, err := r.readSecret(ctx, s.install.Namespace, desired.ServingSecretName(service))
+	servingSecret, err := r.readSecret(ctx, reader, s.install.Namespace, desired.ServingSecretName(service))
 	if err != nil {
 		return o, err
 	}
@@ -188,16 +223,19 @@ func (r *WebhookInstallReconciler) certificateFailed(s *installState, service st
 	return fmt.Errorf("certificates of service %s: %w", service, err)
 }
 
-// readSecret reads one of Hookwright's Secrets from the label-selected
-// cache; a missing Secret is returned as nil.
-func (r *WebhookInstallReconciler) readSecret(ctx context.Context, namespace, name string) (*corev1.Secret, error) {
+// readSecret reads one of Hookwright's Secrets through reader (the
+// label-selected cache, or live); a missing Secret is returned as nil.
+func (r *WebhookInstallReconciler) readSecret(ctx context.Context, reader client.Reader, namespace, name string) (*corev1.Secret, error) {
 	secret := &corev1.Secret{}
-	err := r.Client.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, secret)
+	err := reader.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, secret)
 	if apierrors.IsNotFound(err) {
 		return nil, r.refuseForeign(ctx, &corev1.Secret{}, namespace, name)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("reading secret %s/%s: %w", namespace, name, err)
+	}
+	if secret.Labels[desired.LabelManagedBy] != desired.ManagedByValue {
+		return nil, fmt.Errorf("secret %s/%s exists and is not managed by Hookwright: rename or delete it", namespace, name)
 	}
 	return secret, nil
 }

@@ -59,6 +59,9 @@ var _ = BeforeSuite(func() {
 	DeferCleanup(func() { Expect(cluster.Stop()).To(Succeed()) })
 	k8s = cluster.Client
 
+	// certwatcher in the pod stand-ins logs through the global logger.
+	managerLogger := zap.New(zap.WriteTo(io.MultiWriter(GinkgoWriter, managerLog)), zap.UseDevMode(true))
+	ctrl.SetLogger(managerLogger)
 	cfg, err := cluster.UserConfig(managerUser, "system:masters")
 	Expect(err).NotTo(HaveOccurred())
 	// The suite's many installs would otherwise queue Events behind
@@ -69,7 +72,7 @@ var _ = BeforeSuite(func() {
 		Cache:                  controllers.CacheOptions(),
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",
-		Logger:                 zap.New(zap.WriteTo(io.MultiWriter(GinkgoWriter, managerLog)), zap.UseDevMode(true)),
+		Logger:                 managerLogger,
 		Controller:             config.Controller{SkipNameValidation: ptrTo(true)},
 	})
 	Expect(err).NotTo(HaveOccurred())

@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
+
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -24,6 +26,7 @@ func TestAPI(t *testing.T) {
 }
 
 var _ = BeforeSuite(func() {
+	ctrllog.SetLogger(GinkgoLogr) // certwatcher in the pod stand-ins logs through it
 	scheme := runtime.NewScheme()
 	Expect(clientgoscheme.AddToScheme(scheme)).To(Succeed())
 	Expect(hookwrightv1alpha1.AddToScheme(scheme)).To(Succeed())

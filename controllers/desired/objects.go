@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"sort"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -68,14 +69,39 @@ func ownedMeta(install *v1alpha1.WebhookInstall, name string, extraLabels map[st
 	}
 }
 
-// CASecret holds a Service's CA certificate and key. No pod mounts it.
-func CASecret(install *v1alpha1.WebhookInstall, service string, ca certs.KeyPair) *corev1.Secret {
-	return &corev1.Secret{
+// Keys of the CA Secret besides tls.crt and tls.key (the active CA).
+const (
+	NextCertKey     = "next.crt"     // CA being introduced
+	NextKeyKey      = "next.key"     // its key
+	PreviousCertKey = "previous.crt" // CA being retired (no key: it signs nothing more)
+	// AnnotationPruneAt on the CA Secret: when previous.crt may be dropped.
+	AnnotationPruneAt = "operators.hookwright.dev/prune-previous-at"
+)
+
+// CAState is the content of a Service's CA Secret.
+type CAState struct {
+	Active   certs.KeyPair
+	Next     *certs.KeyPair
+	Previous []byte
+	PruneAt  time.Time
+}
+
+// CASecret holds a Service's CAs and their keys. No pod mounts it.
+func CASecret(install *v1alpha1.WebhookInstall, service string, st CAState) *corev1.Secret {
+	secret := &corev1.Secret{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Secret"},
 		ObjectMeta: ownedMeta(install, CASecretName(service), map[string]string{LabelService: service}),
 		Type:       corev1.SecretTypeTLS,
-		Data:       map[string][]byte{corev1.TLSCertKey: ca.CertPEM, corev1.TLSPrivateKeyKey: ca.KeyPEM},
+		Data:       map[string][]byte{corev1.TLSCertKey: st.Active.CertPEM, corev1.TLSPrivateKeyKey: st.Active.KeyPEM},
 	}
+	if st.Next != nil {
+		secret.Data[NextCertKey], secret.Data[NextKeyKey] = st.Next.CertPEM, st.Next.KeyPEM
+	}
+	if len(st.Previous) > 0 {
+		secret.Data[PreviousCertKey] = st.Previous
+		secret.Annotations = map[string]string{AnnotationPruneAt: st.PruneAt.UTC().Format(time.RFC3339)}
+	}
+	return secret
 }
 
 // ServingSecret is what webhook pods mount: the serving pair and the CA

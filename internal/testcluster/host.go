@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"sigs.k8s.io/controller-runtime/pkg/certwatcher"
@@ -66,6 +67,24 @@ type HandlerHost struct {
 	CertMount string // default DefaultCertMount
 	CertFile  string // default tls.crt
 	KeyFile   string // default tls.key
+	// DrainPeriod is how long the host keeps answering after it is told
+	// to stop (SIGTERM), with keep-alive off so clients move their pooled
+	// connections to other pods. Default DefaultDrainPeriod.
+	DrainPeriod time.Duration
+}
+
+// DefaultDrainPeriod is a well-behaved webhook pod's drain after SIGTERM.
+const DefaultDrainPeriod = 3 * time.Second
+
+// closeWhenDraining answers with "Connection: close" once draining, so
+// clients retire their pooled connections to this pod one by one.
+func closeWhenDraining(next http.Handler, draining *atomic.Bool) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if draining.Load() {
+			w.Header().Set("Connection", "close")
+		}
+		next.ServeHTTP(w, r)
+	})
 }
 
 // Run implements Host.
@@ -82,23 +101,38 @@ func (h HandlerHost) Run(ctx context.Context, env *PodEnv) error {
 	watcher = watcher.WithWatchInterval(time.Second)
 	go func() { _ = watcher.Start(ctx) }()
 
+	var draining atomic.Bool
 	srv := &http.Server{
-		Handler:           h.Handler,
+		Handler:           closeWhenDraining(h.Handler, &draining),
 		TLSConfig:         &tls.Config{GetCertificate: watcher.GetCertificate, MinVersion: tls.VersionTLS12},
 		ReadHeaderTimeout: 10 * time.Second,
 		// Failed handshakes are expected (tests present wrong CAs on purpose).
 		ErrorLog: log.New(io.Discard, "", 0),
 	}
+	drain := h.DrainPeriod
+	if drain == 0 {
+		drain = DefaultDrainPeriod
+	}
+	stopped := make(chan struct{})
 	go func() {
+		defer close(stopped)
 		<-ctx.Done()
+		// The pod is already out of the Service: answer what still comes on
+		// pooled connections, each answer telling the client to close that
+		// connection itself, then stop. (SetKeepAlivesEnabled(false) would
+		// close idle connections under a client about to use them.)
+		draining.Store(true)
+		time.Sleep(drain)
 		shutdownCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		_ = srv.Shutdown(shutdownCtx)
 	}()
 	env.MarkReady()
-	if err := srv.ServeTLS(env.Listener, "", ""); !errors.Is(err, http.ErrServerClosed) {
+	err = srv.ServeTLS(env.Listener, "", "")
+	if !errors.Is(err, http.ErrServerClosed) {
 		return err
 	}
+	<-stopped
 	return nil
 }
 

@@ -31,7 +31,8 @@ type Kubelet struct {
 	log     logr.Logger
 	delay   atomic.Int64 // propagation delay of Secret updates, in ns
 
-	queue workqueue.TypedRateLimitingInterface[types.NamespacedName]
+	queue    workqueue.TypedRateLimitingInterface[types.NamespacedName]
+	stopping sync.WaitGroup // pods draining after being retired
 
 	mu    sync.Mutex
 	hosts map[types.NamespacedName]hostEntry
@@ -290,14 +291,25 @@ func (k *Kubelet) stopPods(key types.NamespacedName, keep *pod) {
 			kept = append(kept, p)
 			continue
 		}
-		k.network.remove(p)
-		p.stop()
+		k.retire(p)
 	}
 	if len(kept) == 0 {
 		delete(k.pods, key)
 		return
 	}
 	k.pods[key] = kept
+}
+
+// retire takes a pod out of the network at once (as endpoints do) and lets
+// its host drain in the background (as SIGTERM does), so the kubelet loop
+// never waits on a draining pod.
+func (k *Kubelet) retire(p *pod) {
+	k.network.remove(p)
+	k.stopping.Add(1)
+	go func() {
+		defer k.stopping.Done()
+		p.stop()
+	}()
 }
 
 // dropExited removes pods whose host exited, so sync starts a fresh one
@@ -322,6 +334,7 @@ func (k *Kubelet) stopAll() {
 	for key := range k.pods {
 		k.stopPods(key, nil)
 	}
+	k.stopping.Wait()
 }
 
 func replicasOf(dep *appsv1.Deployment) int32 {

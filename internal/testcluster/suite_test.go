@@ -4,6 +4,8 @@ import (
 	"testing"
 	"time"
 
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
+
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
@@ -21,6 +23,7 @@ func TestTestCluster(t *testing.T) {
 }
 
 var _ = BeforeSuite(func() {
+	ctrllog.SetLogger(GinkgoLogr) // certwatcher in the pod stand-ins logs through it
 	var err error
 	cluster, err = testcluster.Start(testcluster.Options{Log: GinkgoLogr})
 	Expect(err).NotTo(HaveOccurred())

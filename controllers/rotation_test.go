@@ -1,0 +1,205 @@
+package controllers_test
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	v1alpha1 "github.com/hookwright/hookwright/api/v1alpha1"
+	"github.com/hookwright/hookwright/certs"
+	"github.com/hookwright/hookwright/controllers/desired"
+)
+
+// reader reads widgets at the non-storage version (every read converts
+// through the webhook) until stopped, counting successes and failures.
+type reader struct {
+	ok, failed atomic.Int64
+	mu         sync.Mutex
+	firstErrs  []string
+	stop       chan struct{}
+	wg         sync.WaitGroup
+}
+
+func startReaders(ctx context.Context, group, ns string, names []string, workers int) *reader {
+	r := &reader{stop: make(chan struct{})}
+	for w := range workers {
+		r.wg.Add(1)
+		go func() {
+			defer GinkgoRecover()
+			defer r.wg.Done()
+			for i := 0; ; i++ {
+				select {
+				case <-r.stop:
+					return
+				case <-time.After(20 * time.Millisecond):
+				}
+				var err error
+				if i%2 == 0 {
+					list := &unstructured.UnstructuredList{}
+					list.SetAPIVersion(group + "/v2")
+					list.SetKind("WidgetList")
+					err = k8s.List(ctx, list, client.InNamespace(ns))
+				} else {
+					_, err = readWidget(ctx, group, "v2", ns, names[(w+i)%len(names)])
+				}
+				if err != nil {
+					r.failed.Add(1)
+					r.mu.Lock()
+					if len(r.firstErrs) < 5 {
+						r.firstErrs = append(r.firstErrs, err.Error())
+					}
+					r.mu.Unlock()
+					continue
+				}
+				r.ok.Add(1)
+			}
+		}()
+	}
+	return r
+}
+
+func (r *reader) halt() { close(r.stop); r.wg.Wait() }
+
+var _ = Describe("Certificate rotation", func() {
+	var ns, group, crdName string
+	BeforeEach(func(ctx context.Context) {
+		ns = createNamespace(ctx)
+		group = ns + ".hookwright.test"
+		crdName = "widgets." + group
+		createWidgetCRD(ctx, group)
+		serve(ns, "widget-webhook")
+	})
+
+	It("rotates CA and serving certificates 20 times under continuous reads without a single failed read", func(ctx context.Context) {
+		const propagation = 3 * time.Second
+		cluster.Kubelet.SetPropagationDelay(propagation)
+		DeferCleanup(func() { cluster.Kubelet.SetPropagationDelay(0) })
+
+		install := newInstall(ns, "widgets", "widget-webhook", crdName)
+		install.Spec.Certificates.TrustOverlap = &metav1.Duration{Duration: 2 * time.Second}
+		Expect(k8s.Create(ctx, install)).To(Succeed())
+		eventuallyPhase(ctx, ns, "widgets", v1alpha1.PhaseSucceeded, v1alpha1.ReasonSucceeded)
+		var names []string
+		for i := range 5 {
+			names = append(names, fmt.Sprintf("w%d", i))
+			Expect(k8s.Create(ctx, widget(group, "v1", ns, names[i], map[string]any{"value": fmt.Sprint(i)}))).To(Succeed())
+		}
+
+		readers := startReaders(ctx, group, ns, names, 4)
+		started := time.Now()
+		caRotations, servingRotations := 0, 0
+		for i := 1; i <= 20; i++ {
+			kind := "serving"
+			if i%2 == 1 {
+				kind = "ca"
+				caRotations++
+			} else {
+				servingRotations++
+			}
+			request := fmt.Sprintf("%s: forced rotation %d", kind, i)
+			whi := getInstall(ctx, ns, "widgets")
+			patch := client.MergeFrom(whi.DeepCopy())
+			whi.Annotations = map[string]string{v1alpha1.AnnotationRotate: request}
+			Expect(k8s.Patch(ctx, whi, patch)).To(Succeed())
+			Eventually(func(g Gomega) {
+				whi := getInstall(ctx, ns, "widgets")
+				g.Expect(whi.Status.HandledRotationRequest).To(Equal(request))
+				for _, rec := range whi.Status.Rotations {
+					g.Expect(rec.Outcome).NotTo(Equal(v1alpha1.RotationInProgress), "rotation %d still running: %+v", i, rec)
+				}
+				g.Expect(whi.Status.Phase).To(Equal(v1alpha1.PhaseSucceeded))
+			}, 2*time.Minute, 200*time.Millisecond).Should(Succeed())
+		}
+		readers.halt()
+		elapsed := time.Since(started)
+
+		ok, failed := readers.ok.Load(), readers.failed.Load()
+		report := fmt.Sprintf("%d CA + %d serving rotations in %s: %d reads ok, %d failed (%.1f reads/s), propagation delay %s",
+			caRotations, servingRotations, elapsed.Round(time.Second), ok, failed, float64(ok+failed)/elapsed.Seconds(), propagation)
+		AddReportEntry("rotation under load", report, ReportEntryVisibilityAlways)
+		fmt.Fprintln(GinkgoWriter, report)
+		Expect(failed).To(BeZero(), "failed reads: %v", readers.firstErrs)
+		Expect(float64(ok) / elapsed.Seconds()).To(BeNumerically(">=", 20))
+
+		whi := getInstall(ctx, ns, "widgets")
+		Expect(whi.Status.Rotations).To(HaveLen(20), "the audit trail is bounded to 20")
+		manual := 0
+		for _, rec := range whi.Status.Rotations {
+			Expect(rec.Outcome).To(Equal(v1alpha1.RotationSucceeded))
+			Expect(rec.Completed).NotTo(BeNil())
+			Expect(rec.NewFingerprint).NotTo(BeEmpty())
+			Expect(rec.OldFingerprint).NotTo(BeEmpty())
+			Expect(rec.NewFingerprint).NotTo(Equal(rec.OldFingerprint))
+			if rec.Reason == "Manual" {
+				manual++
+				Expect(rec.Message).To(ContainSubstring("forced rotation"))
+			}
+		}
+		Expect(manual).To(BeNumerically(">=", 10))
+		last := whi.Status.Rotations[len(whi.Status.Rotations)-1]
+		Expect(last.Kind).To(Equal(v1alpha1.RotationServing))
+		Expect(whi.Status.Services[0].ServingFingerprint).To(Equal(last.NewFingerprint))
+
+		crd := getCRD(ctx, crdName)
+		bundle, err := certs.ParseCerts(crd.Spec.Conversion.Webhook.ClientConfig.CABundle)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(bundle).To(HaveLen(1), "the old CA was pruned after the last CA rotation")
+		Expect(certs.Fingerprint(bundle[0])).To(Equal(whi.Status.Services[0].CAFingerprint))
+
+		Eventually(func(g Gomega) {
+			var events eventsv1.EventList
+			g.Expect(k8s.List(ctx, &events, client.InNamespace(ns))).To(Succeed())
+			startedEvents, completed := 0, 0
+			for _, e := range events.Items {
+				switch e.Reason {
+				case "RotationStarted":
+					startedEvents++
+				case "RotationCompleted":
+					completed++
+				}
+			}
+			// Each CA rotation also moves the serving certificate: 2 records.
+			g.Expect(startedEvents).To(BeNumerically(">=", 2*caRotations+servingRotations))
+			g.Expect(completed).To(BeNumerically(">=", 2*caRotations+servingRotations))
+		}).Should(Succeed())
+	})
+
+	It("starts a rotation within a second of its due time", func(ctx context.Context) {
+		install := newInstall(ns, "widgets", "widget-webhook", crdName)
+		install.Spec.Certificates.ServingLifetime = &metav1.Duration{Duration: 15 * time.Second}
+		install.Spec.Certificates.TrustOverlap = &metav1.Duration{Duration: time.Second}
+		Expect(k8s.Create(ctx, install)).To(Succeed())
+		eventuallyPhase(ctx, ns, "widgets", v1alpha1.PhaseSucceeded, v1alpha1.ReasonSucceeded)
+
+		var secret corev1.Secret
+		Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: desired.ServingSecretName("widget-webhook-service")}, &secret)).To(Succeed())
+		first, err := certs.ParseCert(secret.Data["tls.crt"])
+		Expect(err).NotTo(HaveOccurred())
+		due := certs.Policy{ServingLifetime: 15 * time.Second}.RenewAt(first)
+
+		var rec v1alpha1.RotationRecord
+		Eventually(func(g Gomega) {
+			whi := getInstall(ctx, ns, "widgets")
+			found := false
+			for _, r := range whi.Status.Rotations {
+				if r.Kind == v1alpha1.RotationServing && r.Reason == "Expiring" && r.OldFingerprint == certs.Fingerprint(first) {
+					rec, found = r, true
+				}
+			}
+			g.Expect(found).To(BeTrue())
+		}, time.Minute).Should(Succeed())
+		// Started is stored with second precision.
+		Expect(rec.Started.Time).To(BeTemporally(">=", due.Truncate(time.Second)))
+		Expect(rec.Started.Time).To(BeTemporally("<=", due.Add(time.Second)))
+	})
+})
