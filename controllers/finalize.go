@@ -38,6 +38,7 @@ func (r *WebhookInstallReconciler) finalize(ctx context.Context, s *installState
 	if err := r.deleteOwned(ctx, s.install); err != nil {
 		return err
 	}
+	forgetInstallMetrics(s.install)
 	patch := client.MergeFromWithOptions(s.install.DeepCopy(), client.MergeFromWithOptimisticLock{})
 	controllerutil.RemoveFinalizer(s.install, Finalizer)
 	return client.IgnoreNotFound(r.Client.Patch(ctx, s.install, patch, client.FieldOwner(desired.FieldManager)))

@@ -181,6 +181,40 @@ func condition(whi *v1alpha1.WebhookInstall, conditionType string) metav1.Condit
 	return metav1.Condition{}
 }
 
+// metricValue sums the samples of a metric on the manager's registry whose
+// labels include every given label (histograms: their sample count).
+func metricValue(name string, labels map[string]string) float64 {
+	families, err := ctrlmetrics.Registry.Gather()
+	Expect(err).NotTo(HaveOccurred())
+	total := 0.0
+	for _, f := range families {
+		if f.GetName() != name {
+			continue
+		}
+	samples:
+		for _, m := range f.GetMetric() {
+			have := map[string]string{}
+			for _, l := range m.GetLabel() {
+				have[l.GetName()] = l.GetValue()
+			}
+			for k, v := range labels {
+				if have[k] != v {
+					continue samples
+				}
+			}
+			switch {
+			case m.Counter != nil:
+				total += m.GetCounter().GetValue()
+			case m.Gauge != nil:
+				total += m.GetGauge().GetValue()
+			case m.Histogram != nil:
+				total += float64(m.GetHistogram().GetSampleCount())
+			}
+		}
+	}
+	return total
+}
+
 // reconcileCount reads controller-runtime's own reconcile counter.
 func reconcileCount() float64 {
 	families, err := ctrlmetrics.Registry.Gather()

@@ -156,6 +156,17 @@ var _ = Describe("Certificate rotation", func() {
 		Expect(bundle).To(HaveLen(1), "the old CA was pruned after the last CA rotation")
 		Expect(certs.Fingerprint(bundle[0])).To(Equal(whi.Status.Services[0].CAFingerprint))
 
+		svc := whi.Status.Services[0]
+		Expect(metricValue("hookwright_certificate_expiry_timestamp_seconds", map[string]string{"namespace": ns, "install": "widgets", "kind": "CA"})).
+			To(Equal(float64(svc.CANotAfter.Unix())))
+		Expect(metricValue("hookwright_certificate_expiry_timestamp_seconds", map[string]string{"namespace": ns, "install": "widgets", "kind": "Serving"})).
+			To(Equal(float64(svc.ServingNotAfter.Unix())))
+		Expect(metricValue("hookwright_rotations_total", map[string]string{"kind": "CA", "reason": "Manual", "outcome": "Succeeded"})).To(BeNumerically(">=", caRotations))
+		Expect(metricValue("hookwright_rotations_total", map[string]string{"kind": "Serving", "reason": "Manual", "outcome": "Succeeded"})).To(BeNumerically(">=", servingRotations))
+		Expect(metricValue("hookwright_rotation_duration_seconds", map[string]string{"kind": "CA"})).To(BeNumerically(">=", caRotations))
+		Expect(metricValue("hookwright_conversion_verifications_total", map[string]string{"result": "success"})).To(BeNumerically(">=", caRotations+servingRotations))
+		Expect(metricValue("hookwright_conversion_verifications_total", map[string]string{"result": "failure"})).To(BeZero())
+
 		Eventually(func(g Gomega) {
 			var events eventsv1.EventList
 			g.Expect(k8s.List(ctx, &events, client.InNamespace(ns))).To(Succeed())

@@ -34,6 +34,7 @@ func (r *WebhookInstallReconciler) writeStatus(ctx context.Context, s *installSt
 		err := r.Client.Status().Update(ctx, updated)
 		if err == nil {
 			r.recordTransitions(s.install, old, next)
+			observeStatusMetrics(s.install, old.Rotations, next)
 			s.install = updated
 			return nil
 		}

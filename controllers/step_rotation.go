@@ -125,7 +125,9 @@ func (r *WebhookInstallReconciler) verifyService(ctx context.Context, s *install
 		if version == "" {
 			continue
 		}
-		if _, _, err := r.convertThroughAPIServer(ctx, s.install, c.crd, version); err != nil {
+		verified, _, err := r.convertThroughAPIServer(ctx, s.install, c.crd, version)
+		verificationsTotal.WithLabelValues(verificationResult(verified, err)).Inc()
+		if err != nil {
 			return fmt.Errorf("CRD %s: %w", c.name, err)
 		}
 	}

@@ -39,6 +39,7 @@ func (r *WebhookInstallReconciler) verifyConversion(ctx context.Context, s *inst
 			continue
 		}
 		verified, detail, err := r.convertThroughAPIServer(ctx, s.install, c.crd, version)
+		verificationsTotal.WithLabelValues(verificationResult(verified, err)).Inc()
 		switch {
 		case err != nil:
 			c.state, c.message = v1alpha1.ConversionFailed, fmt.Sprintf("the API server could not convert %s to %s: %v", c.name, version, err)
@@ -124,4 +125,14 @@ func otherServedVersion(crd *apiextensionsv1.CustomResourceDefinition) string {
 		}
 	}
 	return ""
+}
+
+func verificationResult(verified bool, err error) string {
+	switch {
+	case err != nil:
+		return "failure"
+	case verified:
+		return "success"
+	}
+	return "unverifiable"
 }

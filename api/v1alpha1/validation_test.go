@@ -126,6 +126,15 @@ var _ = Describe("WebhookInstall admission", func() {
 			w.Spec.Certificates.ServingLifetime = &metav1.Duration{Duration: time.Hour}
 			w.Spec.Certificates.RenewBefore = &metav1.Duration{Duration: time.Hour}
 		}, "renewBefore must be shorter than servingLifetime"),
+		Entry("deployment names that map to one Service name", func(w *v1alpha1.WebhookInstall) {
+			second := w.Spec.Install.Spec.Deployments[0]
+			second.Name = "crontab.webhook"
+			w.Spec.Install.Spec.Deployments = append(w.Spec.Install.Spec.Deployments, second)
+			def := w.Spec.WebhookDefinitions[0]
+			def.GenerateName, def.DeploymentName, def.ConversionCRDs = "second", "crontab.webhook", []string{"crontabs2.stable.example.com"}
+			w.Spec.CustomResourceDefinitions.Owned = append(w.Spec.CustomResourceDefinitions.Owned, v1alpha1.CRDDescription{Name: "crontabs2.stable.example.com", Version: "v1", Kind: "CronTab2"})
+			w.Spec.WebhookDefinitions = append(w.Spec.WebhookDefinitions, def)
+		}, "they would share one webhook Service name"),
 		Entry("unknown key algorithm", func(w *v1alpha1.WebhookInstall) {
 			w.Spec.Certificates.KeyAlgorithm = "DSA"
 		}, `supported values: "ECDSA-P256", "ECDSA-P384", "RSA-2048", "RSA-3072"`),

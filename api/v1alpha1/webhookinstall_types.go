@@ -38,6 +38,7 @@ type WebhookInstall struct {
 // +kubebuilder:validation:XValidation:rule="self.webhookdefinitions.all(w, self.install.spec.deployments.exists(d, d.name == w.deploymentName))",message="every webhookdefinitions[].deploymentName must name a deployment in install.spec.deployments"
 // +kubebuilder:validation:XValidation:rule="self.webhookdefinitions.all(w, !has(w.conversionCRDs) || w.conversionCRDs.all(c, has(self.customresourcedefinitions.owned) && self.customresourcedefinitions.owned.exists(o, o.name == c)))",message="every conversionCRDs entry must be listed in customresourcedefinitions.owned: an install converts only CRDs it owns"
 // +kubebuilder:validation:XValidation:rule="self.webhookdefinitions.all(a, self.webhookdefinitions.all(b, a.generateName == b.generateName || !has(a.conversionCRDs) || !has(b.conversionCRDs) || !a.conversionCRDs.exists(c, c in b.conversionCRDs)))",message="a CRD has one conversion webhook: a conversionCRDs entry must not appear in two webhookdefinitions"
+// +kubebuilder:validation:XValidation:rule="self.webhookdefinitions.all(a, self.webhookdefinitions.all(b, a.deploymentName == b.deploymentName || a.deploymentName.replace('.', '-') != b.deploymentName.replace('.', '-')))",message="two webhook deployment names differ only by '.' versus '-': they would share one webhook Service name (<deployment>-service with dots as dashes); rename one"
 type WebhookInstallSpec struct {
 	// DisplayName is a human-readable name of the operator.
 	// +kubebuilder:validation:MaxLength=256

@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"sort"
 	"time"
 
@@ -58,9 +59,15 @@ func Webhooks(install *v1alpha1.WebhookInstall) []Webhook {
 	return out
 }
 
+// ownedMeta: the author's labels first, Hookwright's ownership labels last,
+// so an author label (kubebuilder adds app.kubernetes.io/managed-by:
+// kustomize) can never hide an object from Hookwright's label-selected caches.
 func ownedMeta(install *v1alpha1.WebhookInstall, name string, extraLabels map[string]string) metav1.ObjectMeta {
-	labels := InstallLabels(install)
+	labels := map[string]string{}
 	for k, v := range extraLabels {
+		labels[k] = v
+	}
+	for k, v := range InstallLabels(install) {
 		labels[k] = v
 	}
 	return metav1.ObjectMeta{
@@ -140,7 +147,7 @@ func Service(install *v1alpha1.WebhookInstall, deployment *appsv1.DeploymentSpec
 	svc := &corev1.Service{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Service"},
 		ObjectMeta: ownedMeta(install, w.Service, nil),
-		Spec:       corev1.ServiceSpec{Type: corev1.ServiceTypeClusterIP, Selector: deployment.Selector.MatchLabels},
+		Spec:       corev1.ServiceSpec{Type: corev1.ServiceTypeClusterIP, Selector: maps.Clone(deployment.Selector.MatchLabels)},
 	}
 	for _, p := range ports {
 		svc.Spec.Ports = append(svc.Spec.Ports, p)

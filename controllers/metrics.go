@@ -1,0 +1,63 @@
+package controllers
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+
+	v1alpha1 "github.com/hookwright/hookwright/api/v1alpha1"
+)
+
+// Metrics on the manager's registry (served at its /metrics endpoint).
+var (
+	certificateExpiry = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "hookwright_certificate_expiry_timestamp_seconds",
+		Help: "When each webhook Service's current CA and serving certificate expire (Unix seconds).",
+	}, []string{"namespace", "install", "service", "kind"})
+	rotationsTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "hookwright_rotations_total",
+		Help: "Certificate rotations that ended, by kind (CA, Serving), reason and outcome.",
+	}, []string{"kind", "reason", "outcome"})
+	rotationDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name:    "hookwright_rotation_duration_seconds",
+		Help:    "Time from the start of a rotation to its completion.",
+		Buckets: prometheus.ExponentialBuckets(1, 2, 12), // 1 s .. ~1 h
+	}, []string{"kind"})
+	verificationsTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "hookwright_conversion_verifications_total",
+		Help: "Conversions through the API server done to verify a webhook, by result (success, failure, unverifiable).",
+	}, []string{"result"})
+)
+
+func init() {
+	ctrlmetrics.Registry.MustRegister(certificateExpiry, rotationsTotal, rotationDuration, verificationsTotal)
+}
+
+// observeStatusMetrics publishes what a written status says.
+func observeStatusMetrics(install *v1alpha1.WebhookInstall, old []v1alpha1.RotationRecord, next v1alpha1.WebhookInstallStatus) {
+	for _, svc := range next.Services {
+		if svc.CANotAfter != nil {
+			certificateExpiry.WithLabelValues(install.Namespace, install.Name, svc.Name, string(v1alpha1.RotationCA)).Set(float64(svc.CANotAfter.Unix()))
+		}
+		if svc.ServingNotAfter != nil {
+			certificateExpiry.WithLabelValues(install.Namespace, install.Name, svc.Name, string(v1alpha1.RotationServing)).Set(float64(svc.ServingNotAfter.Unix()))
+		}
+	}
+	ended := map[string]bool{}
+	for _, rec := range old {
+		if rec.Outcome != v1alpha1.RotationInProgress {
+			ended[rotationKey(rec)] = true
+		}
+	}
+	for _, rec := range next.Rotations {
+		if rec.Outcome == v1alpha1.RotationInProgress || ended[rotationKey(rec)] || rec.Completed == nil {
+			continue
+		}
+		rotationsTotal.WithLabelValues(string(rec.Kind), rec.Reason, string(rec.Outcome)).Inc()
+		rotationDuration.WithLabelValues(string(rec.Kind)).Observe(rec.Completed.Sub(rec.Started.Time).Seconds())
+	}
+}
+
+// forgetInstallMetrics drops the series of a deleted install.
+func forgetInstallMetrics(install *v1alpha1.WebhookInstall) {
+	certificateExpiry.DeletePartialMatch(prometheus.Labels{"namespace": install.Namespace, "install": install.Name})
+}
