@@ -63,7 +63,8 @@ type crdState struct {
 
 	state        v1alpha1.ConversionState
 	message      string
-	written      bool // spec.conversion written this pass
+	written      bool   // spec.conversion written this pass
+	driftManager string // another manager rewrote the conversion Hookwright had configured
 	unverifiable bool // no object to convert, and a dry-run could not reach the webhook
 }
 

@@ -79,7 +79,9 @@ func computeStatus(s *installState, stepErr error) v1alpha1.WebhookInstallStatus
 		}
 	}
 	for _, c := range s.crds {
-		st.ConversionCRDs = append(st.ConversionCRDs, v1alpha1.ConversionCRDStatus{Name: c.name, State: c.state, Message: c.message})
+		out := v1alpha1.ConversionCRDStatus{Name: c.name, State: c.state, Message: c.message}
+		driftStatus(s, c, &out)
+		st.ConversionCRDs = append(st.ConversionCRDs, out)
 	}
 	st.Rotations = rotationHistory(s)
 	st.HandledRotationRequest = prev.HandledRotationRequest
@@ -111,6 +113,13 @@ func computeStatus(s *installState, stepErr error) v1alpha1.WebhookInstallStatus
 		return waiting("")
 	})
 	setCondition(&st, s.install.Generation, v1alpha1.TypeReady, st.Phase == v1alpha1.PhaseSucceeded, st.Message, func(string) (string, string) { return st.Reason, st.Message })
+	if fight := contested(&st); fight != "" {
+		meta.SetStatusCondition(&st.Conditions, metav1.Condition{Type: v1alpha1.TypeConversionContested, Status: metav1.ConditionTrue,
+			ObservedGeneration: s.install.Generation, Reason: v1alpha1.ReasonFieldManagerConflict, Message: fight})
+	} else {
+		meta.SetStatusCondition(&st.Conditions, metav1.Condition{Type: v1alpha1.TypeConversionContested, Status: metav1.ConditionFalse,
+			ObservedGeneration: s.install.Generation, Reason: v1alpha1.ReasonNoConflict, Message: "no other field manager rewrites spec.conversion"})
+	}
 	return st
 }
 

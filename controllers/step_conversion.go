@@ -3,6 +3,7 @@ package controllers
 import (
 	"bytes"
 	"context"
+	"strings"
 	"slices"
 	"time"
 
@@ -36,6 +37,13 @@ func (r *WebhookInstallReconciler) configureConversion(ctx context.Context, s *i
 		if conversionEqual(c.crd.Spec.Conversion, want) {
 			c.state = v1alpha1.ConversionConfigured
 			continue
+		}
+		if wasConfiguredByUs(s, c) {
+			if others := otherConversionManagers(c.crd); len(others) > 0 {
+				c.driftManager = strings.Join(others, ",")
+				r.Recorder.Eventf(c.crd, s.install, corev1.EventTypeWarning, "ConversionDriftRestored", "Restore",
+					"spec.conversion of CRD %s was changed by field manager %q; Hookwright restored it (owner: WebhookInstall %s)", c.name, c.driftManager, installRef(s.install))
+			}
 		}
 		if err := r.apply(ctx, conversionApplyObject(c.name, want)); err != nil {
 			c.state, c.message = v1alpha1.ConversionFailed, err.Error()

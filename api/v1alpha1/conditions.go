@@ -12,6 +12,9 @@ const (
 	TypeConversionConfigured = "ConversionConfigured"
 	// TypeConversionVerified is True when the API server converted through every webhook.
 	TypeConversionVerified = "ConversionVerified"
+	// TypeConversionContested is True when another field manager keeps
+	// rewriting a CRD's conversion that Hookwright restores (a fight).
+	TypeConversionContested = "ConversionContested"
 )
 
 // Condition and phase reasons.
@@ -38,6 +41,10 @@ const (
 	ReasonDeploymentUnavailable = "DeploymentUnavailable"
 	// ReasonConversionFailed: the API server could not convert through the webhook; the message has its error.
 	ReasonConversionFailed = "ConversionFailed"
+	// ReasonFieldManagerConflict: another field manager keeps rewriting spec.conversion; the message names it and the fix.
+	ReasonFieldManagerConflict = "FieldManagerConflict"
+	// ReasonNoConflict: no other field manager rewrote spec.conversion repeatedly.
+	ReasonNoConflict = "NoConflict"
 	// ReasonNoObjectsToVerify: verified by a server-side dry-run create, as no object exists yet.
 	ReasonNoObjectsToVerify = "NoObjectsToVerify"
 )

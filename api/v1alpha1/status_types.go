@@ -108,6 +108,17 @@ type ConversionCRDStatus struct {
 	// Message explains the state.
 	// +optional
 	Message string `json:"message,omitempty"`
+	// DriftRestores counts how often Hookwright restored this CRD's
+	// conversion after another field manager changed it, within the
+	// current fight window (10 minutes from the first restore).
+	// +optional
+	DriftRestores int32 `json:"driftRestores,omitempty"`
+	// LastDriftManager is the field manager that last changed the conversion.
+	// +optional
+	LastDriftManager string `json:"lastDriftManager,omitempty"`
+	// DriftWindowStart is when the current fight window began.
+	// +optional
+	DriftWindowStart *metav1.Time `json:"driftWindowStart,omitempty"`
 }
 
 // RotationKind says which certificate rotated.
