@@ -108,6 +108,11 @@ func certificatesMessage(s *installState) string {
 
 // recordRotations emits an Event per rotation started and per rotation
 // that ended, by comparing the audit trail before and after the pass.
+// Reasons name the kind (CARotationStarted, ServingRotationCompleted, ...):
+// events.k8s.io groups Events by object, reason and action into a series
+// regardless of the note, and CA and serving rotations must not merge.
+// Repeated rotations of one kind are counted in their series; the
+// per-rotation record with fingerprints is status.rotations.
 func (r *WebhookInstallReconciler) recordRotations(install *v1alpha1.WebhookInstall, old, next []v1alpha1.RotationRecord) {
 	known := map[string]v1alpha1.RotationOutcome{}
 	for _, rec := range old {
@@ -117,17 +122,17 @@ func (r *WebhookInstallReconciler) recordRotations(install *v1alpha1.WebhookInst
 		before, seen := known[rotationKey(rec)]
 		switch {
 		case !seen:
-			r.Recorder.Eventf(install, nil, corev1.EventTypeNormal, "RotationStarted", "Rotate",
+			r.Recorder.Eventf(install, nil, corev1.EventTypeNormal, string(rec.Kind)+"RotationStarted", "Rotate",
 				"%s certificate rotation of service %s started (%s: %s): %s -> %s", rec.Kind, rec.Service, rec.Reason, rec.Message, orNone(rec.OldFingerprint), rec.NewFingerprint)
 		case before == rec.Outcome:
 			continue
 		}
 		switch rec.Outcome {
 		case v1alpha1.RotationSucceeded:
-			r.Recorder.Eventf(install, nil, corev1.EventTypeNormal, "RotationCompleted", "Rotate",
+			r.Recorder.Eventf(install, nil, corev1.EventTypeNormal, string(rec.Kind)+"RotationCompleted", "Rotate",
 				"%s certificate rotation of service %s completed: %s now serves", rec.Kind, rec.Service, rec.NewFingerprint)
 		case v1alpha1.RotationFailed:
-			r.Recorder.Eventf(install, nil, corev1.EventTypeWarning, "RotationFailed", "Rotate",
+			r.Recorder.Eventf(install, nil, corev1.EventTypeWarning, string(rec.Kind)+"RotationFailed", "Rotate",
 				"%s certificate rotation of service %s did not complete: %s", rec.Kind, rec.Service, rec.Message)
 		}
 	}
