@@ -18,9 +18,14 @@ import (
 
 	v1alpha1 "github.com/hookwright/hookwright/api/v1alpha1"
 	"github.com/hookwright/hookwright/controllers"
+	"github.com/hookwright/hookwright/pkg/conversion/verify"
 )
 
 func main() {
+	// hookwright verify --crd crd.yaml --samples dir --webhook URL
+	if len(os.Args) > 1 && os.Args[1] == "verify" {
+		os.Exit(verify.Main(os.Args[2:], os.Stdout, os.Stderr, nil))
+	}
 	var (
 		metricsAddr    string
 		probeAddr      string
