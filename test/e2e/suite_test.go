@@ -1,0 +1,51 @@
+package e2e_test
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/hookwright/hookwright/internal/harness"
+	"github.com/hookwright/hookwright/internal/testcluster"
+)
+
+var (
+	cluster        *testcluster.Cluster
+	crontabWebhook string // the built crontab-webhook binary
+)
+
+func TestEndToEnd(t *testing.T) {
+	RegisterFailHandler(Fail)
+	SetDefaultEventuallyTimeout(60 * time.Second)
+	SetDefaultEventuallyPollingInterval(100 * time.Millisecond)
+	RunSpecs(t, "End-to-end suite")
+}
+
+var _ = BeforeSuite(func() {
+	ctrllog.SetLogger(GinkgoLogr)
+	crontabWebhook = filepath.Join(GinkgoT().TempDir(), "crontab-webhook")
+	build := exec.Command("go", "build", "-o", crontabWebhook, "./examples/crontab/cmd/crontab-webhook")
+	build.Dir = filepath.Join("..", "..")
+	build.Stdout, build.Stderr = GinkgoWriter, GinkgoWriter
+	Expect(build.Run()).To(Succeed(), "building crontab-webhook")
+
+	var err error
+	cluster, err = testcluster.Start(testcluster.Options{
+		Scheme:            harness.Scheme(),
+		CRDDirectoryPaths: []string{filepath.Join("..", "..", "config", "crd", "bases")},
+		Log:               GinkgoLogr,
+	})
+	Expect(err).NotTo(HaveOccurred())
+	DeferCleanup(func() { Expect(cluster.Stop()).To(Succeed()) })
+
+	operator, err := harness.StartOperator(cluster.Config, GinkgoLogr.WithName("operator"))
+	Expect(err).NotTo(HaveOccurred())
+	DeferCleanup(func() { Expect(operator.Stop()).To(Succeed()) })
+	_ = os.Setenv("NO_COLOR", "1")
+})
