@@ -134,7 +134,11 @@ func phaseOf(s *installState, stepErr error) (v1alpha1.InstallPhase, string, str
 		return v1alpha1.PhaseFailed, v1alpha1.ReasonConversionFailed, failed
 	}
 	for _, c := range s.crds {
-		if c.state != v1alpha1.ConversionVerified && !c.unverifiable {
+		// A caBundle rewritten during a rotation of a Succeeded install is
+		// re-verified on the next pass; the install does not go back to
+		// Installing for it.
+		rewrittenWhileServing := c.written && s.install.Status.Phase == v1alpha1.PhaseSucceeded
+		if c.state != v1alpha1.ConversionVerified && !c.unverifiable && !rewrittenWhileServing {
 			return v1alpha1.PhaseInstalling, v1alpha1.ReasonInProgress, "conversion configured; verifying it through the API server"
 		}
 	}

@@ -17,9 +17,9 @@ import (
 // +kubebuilder:resource:shortName=whi,categories=hookwright
 // +kubebuilder:printcolumn:name="Phase",type=string,JSONPath=`.status.phase`
 // +kubebuilder:printcolumn:name="CRDs",type=string,JSONPath=`.status.conversionCRDs[*].name`
-// +kubebuilder:printcolumn:name="CA-Expires",type=date,JSONPath=`.status.services[0].caNotAfter`
-// +kubebuilder:printcolumn:name="Rotate-At",type=date,JSONPath=`.status.certsRotateAt`
-// +kubebuilder:printcolumn:name="Serving-Expires",type=date,JSONPath=`.status.services[0].servingNotAfter`,priority=1
+// +kubebuilder:printcolumn:name="CA-Expires",type=string,JSONPath=`.status.services[0].caNotAfter`
+// +kubebuilder:printcolumn:name="Rotate-At",type=string,JSONPath=`.status.certsRotateAt`
+// +kubebuilder:printcolumn:name="Serving-Expires",type=string,JSONPath=`.status.services[0].servingNotAfter`,priority=1
 // +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.reason`,priority=1
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 // +kubebuilder:validation:XValidation:rule="!has(self.spec.replaces) || self.spec.replaces != self.metadata.name",message="spec.replaces names the install this one upgrades; it cannot be this install itself"

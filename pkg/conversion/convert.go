@@ -25,12 +25,16 @@ func (c *Converter) Convert(obj *unstructured.Unstructured, toVersion string) (*
 		return nil, newError(ReasonUnsupported, apiVersion, kind, meta, toVersion,
 			fmt.Errorf("this converter converts %s only", c.gk))
 	}
-	return c.convert(obj, toVersion, toAPIVersion)
+	out, err := c.convert(obj, toVersion, toAPIVersion)
+	if err != nil {
+		return nil, err // not a typed nil *Error in a non-nil error
+	}
+	return out, nil
 }
 
 // convert is Convert after the kind check. toAPIVersion is an interface so
 // the webhook boxes the desired apiVersion once per review, not per object.
-func (c *Converter) convert(obj *unstructured.Unstructured, toVersion string, toAPIVersion any) (out *unstructured.Unstructured, err error) {
+func (c *Converter) convert(obj *unstructured.Unstructured, toVersion string, toAPIVersion any) (out *unstructured.Unstructured, err *Error) {
 	apiVersion, _ := obj.Object["apiVersion"].(string)
 	kind, _ := obj.Object["kind"].(string)
 	meta, _ := obj.Object["metadata"].(map[string]any)
@@ -57,15 +61,16 @@ func (c *Converter) convert(obj *unstructured.Unstructured, toVersion string, to
 	if meta != nil {
 		obj.Object["metadata"] = copyMeta(meta)
 	}
-	if out, err = first(obj); err == nil && out != nil && second != nil {
+	out, ferr := first(obj)
+	if ferr == nil && out != nil && second != nil {
 		// The hub's own apiVersion, so the second function sees a
 		// well-formed hub object.
 		out.Object["apiVersion"] = c.hubAPIVersion
-		out, err = second(out)
+		out, ferr = second(out)
 	}
 	switch {
-	case err != nil:
-		return nil, newError(ReasonConvert, apiVersion, kind, meta, toVersion, err)
+	case ferr != nil:
+		return nil, newError(ReasonConvert, apiVersion, kind, meta, toVersion, ferr)
 	case out == nil || out.Object == nil:
 		return nil, newError(ReasonConvert, apiVersion, kind, meta, toVersion, errors.New("the conversion function returned no object"))
 	}
@@ -74,9 +79,9 @@ func (c *Converter) convert(obj *unstructured.Unstructured, toVersion string, to
 		// the kind cannot be anything else, so fill it like apiVersion.
 		out.Object["kind"] = kind
 	}
-	restored, err := restoreMeta(kind, meta, out.Object)
-	if err != nil {
-		return nil, newError(ReasonMetadata, apiVersion, kind, meta, toVersion, err)
+	restored, merr := restoreMeta(kind, meta, out.Object)
+	if merr != nil {
+		return nil, newError(ReasonMetadata, apiVersion, kind, meta, toVersion, merr)
 	}
 	out.Object["metadata"] = restored
 	out.Object["apiVersion"] = toAPIVersion

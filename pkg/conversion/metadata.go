@@ -75,10 +75,13 @@ func keepStringMap(key string, orig, converted map[string]any) error {
 		return fmt.Errorf("metadata.%s: %w", key, err)
 	}
 	was, _ := orig[key].(map[string]any)
-	if changed(was, got) {
-		if errs := validateStringMap(key, got); len(errs) > 0 {
-			return errs.ToAggregate()
-		}
+	if !changed(was, got) {
+		// Equal content: keep orig's map. Assigning would cost an
+		// allocation when orig is a full small map.
+		return nil
+	}
+	if errs := validateStringMap(key, got); len(errs) > 0 {
+		return errs.ToAggregate()
 	}
 	orig[key] = got
 	return nil

@@ -4,9 +4,11 @@ import (
 	"context"
 	"crypto/tls"
 	"fmt"
+	stdlog "log"
 	"net"
 	"net/http"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -30,6 +32,9 @@ type Options struct {
 	// Path serves ConversionReviews; default /convert.
 	Path string
 	// ReadyPath answers 200 once a certificate is loaded; default /readyz.
+	// It is on the TLS port, like the webhook: kubelet's HTTPS probes do
+	// not verify the certificate, and before one is loaded the handshake
+	// itself fails, which a probe counts as not ready too.
 	ReadyPath string
 	// MetricsRegistry, when set, gets the webhook's metrics (for example
 	// controller-runtime's metrics.Registry, served by the manager).
@@ -93,6 +98,12 @@ func Serve(ctx context.Context, wh *Webhook, opts Options) error {
 		IdleTimeout:       90 * time.Second,
 	}
 
+	if l, err := logr.FromContext(ctx); err == nil {
+		// Handshake errors (an API server not trusting our CA, say) go to
+		// the structured log instead of stderr.
+		srv.ErrorLog = stdlog.New(logWriter{l}, "", 0)
+	}
+
 	watchCtx, stopWatch := context.WithCancel(ctx)
 	defer stopWatch()
 	watchErr := make(chan error, 1)
@@ -129,4 +140,12 @@ func Serve(ctx context.Context, wh *Webhook, opts Options) error {
 	}
 	log.Info("Stopped conversion webhook")
 	return err
+}
+
+// logWriter adapts a logr.Logger to the *log.Logger net/http wants.
+type logWriter struct{ log logr.Logger }
+
+func (w logWriter) Write(p []byte) (int, error) {
+	w.log.Info("HTTP server error", "error", strings.TrimSpace(string(p)))
+	return len(p), nil
 }

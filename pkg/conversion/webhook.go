@@ -12,6 +12,7 @@ import (
 	"github.com/go-logr/logr"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 )
 
 // Webhook is the http.Handler answering ConversionReviews for a set of
@@ -70,25 +71,23 @@ func (w *Webhook) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
 		return
 	}
 
-	resp := w.review(rv.Request)
-	if resp.Result.Status != "Success" {
-		log.Info("Conversion failed", "uid", rv.Request.UID, "message", resp.Result.Message)
+	resp, cerr := w.review(rv.Request)
+	if cerr != nil {
+		w.metrics.failed(cerr.Reason)
+		logFailure(log, rv.Request.UID, cerr)
 	}
 
 	// The request body is decoded into fresh values, so its buffer is
 	// free for the response.
 	buf.Reset()
-	if err := encodeResponse(buf, &reviewResponse{APIVersion: rv.APIVersion, Kind: reviewKind, Response: resp}); err != nil {
+	if err := encodeResponse(buf, rv.APIVersion, &resp); err != nil {
 		// Only a function storing a value JSON cannot hold (NaN, a
 		// channel) gets here; answer so the API server reports it.
 		log.Error(err, "Encoding ConversionReview response", "uid", rv.Request.UID)
 		w.metrics.failed(ReasonConvert)
 		buf.Reset()
-		if err := encodeResponse(buf, &reviewResponse{APIVersion: rv.APIVersion, Kind: reviewKind,
-			Response: failure(rv.Request.UID, fmt.Errorf("encoding the converted objects: %w", err))}); err != nil {
-			http.Error(rw, err.Error(), http.StatusInternalServerError)
-			return
-		}
+		resp = failure(rv.Request.UID, fmt.Errorf("encoding the converted objects: %w", err))
+		_ = encodeResponse(buf, rv.APIVersion, &resp) // a failure has nothing that cannot encode
 	}
 	rw.Header().Set("Content-Type", "application/json")
 	_, _ = rw.Write(buf.Bytes())
@@ -97,7 +96,7 @@ func (w *Webhook) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
 // review converts every object of req in order, converting them in place
 // in req.Objects. The first failure fails the whole review, as the API
 // server would fail the whole LIST.
-func (w *Webhook) review(req *request) response {
+func (w *Webhook) review(req *request) (response, *Error) {
 	desiredGroup, desiredVersion := splitAPIVersion(req.DesiredAPIVersion)
 	var desired any = req.DesiredAPIVersion
 	if w.metrics != nil {
@@ -117,21 +116,27 @@ func (w *Webhook) review(req *request) response {
 		if conv == nil || conv.gk.Group != group || conv.gk.Kind != kind {
 			var cerr *Error
 			if conv, cerr = w.lookup(i, m, apiVersion, kind, group, desiredGroup, desiredVersion); cerr != nil {
-				w.metrics.failed(cerr.Reason)
-				return failure(req.UID, cerr)
+				return failure(req.UID, cerr), cerr
 			}
 		}
 		out, err := conv.convert(&unstructured.Unstructured{Object: m}, desiredVersion, desired)
 		if err != nil {
-			var cerr *Error
-			if errors.As(err, &cerr) {
-				w.metrics.failed(cerr.Reason)
-			}
-			return failure(req.UID, err)
+			return failure(req.UID, err), err
 		}
 		req.Objects[i] = out.Object
 	}
-	return success(req.UID, req.Objects)
+	return success(req.UID, req.Objects), nil
+}
+
+// logFailure logs a failed review; a panic gets its stack, which the
+// answer to the API server leaves out.
+func logFailure(log logr.Logger, uid types.UID, err *Error) {
+	var p *panicError
+	if errors.As(err, &p) {
+		log.Error(err, "Conversion function panicked", "uid", uid, "stack", string(p.stack))
+		return
+	}
+	log.Info("Conversion failed", "uid", uid, "reason", err.Reason, "error", err.Error())
 }
 
 // lookup finds the Converter for an object, rejecting what none can

@@ -6,7 +6,6 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	kjson "sigs.k8s.io/json"
 )
 
 // The ConversionReview as it travels. apiextensions.k8s.io/v1 and v1beta1
@@ -33,24 +32,20 @@ type request struct {
 	Objects           []map[string]any `json:"objects"`
 }
 
-type reviewResponse struct {
-	APIVersion string   `json:"apiVersion"`
-	Kind       string   `json:"kind"`
-	Response   response `json:"response"`
-}
-
+// response is written by encodeResponse, not encoding/json.
 type response struct {
-	UID              types.UID        `json:"uid"`
-	ConvertedObjects []map[string]any `json:"convertedObjects"`
-	Result           metav1.Status    `json:"result"`
+	UID              types.UID
+	ConvertedObjects []map[string]any // nil on failure: no partial answer
+	Status           string           // metav1.StatusSuccess or metav1.StatusFailure
+	Message          string
 }
 
 // decodeReview decodes and checks a request body. Numbers in objects
 // become int64 when integral, as in unstructured objects everywhere else,
 // so integers survive the round trip exactly.
 func decodeReview(body []byte) (*review, error) {
-	var rv review
-	if err := kjson.UnmarshalCaseSensitivePreserveInts(body, &rv); err != nil {
+	rv, err := decodeReviewJSON(body)
+	if err != nil {
 		return nil, fmt.Errorf("decoding ConversionReview: %w", err)
 	}
 	switch {
@@ -63,18 +58,18 @@ func decodeReview(body []byte) (*review, error) {
 	case rv.Request.DesiredAPIVersion == "":
 		return nil, errors.New("ConversionReview request has no desiredAPIVersion")
 	}
-	return &rv, nil
+	return rv, nil
 }
 
 func success(uid types.UID, objects []map[string]any) response {
 	if objects == nil {
 		objects = []map[string]any{} // [] not null: the API server counts them
 	}
-	return response{UID: uid, ConvertedObjects: objects, Result: metav1.Status{Status: metav1.StatusSuccess}}
+	return response{UID: uid, ConvertedObjects: objects, Status: metav1.StatusSuccess}
 }
 
 // failure carries no convertedObjects: the API server fails the whole
 // request anyway, and a partial list would only invite misuse.
 func failure(uid types.UID, err error) response {
-	return response{UID: uid, Result: metav1.Status{Status: metav1.StatusFailure, Message: err.Error()}}
+	return response{UID: uid, Status: metav1.StatusFailure, Message: err.Error()}
 }
