@@ -65,7 +65,7 @@ type crdState struct {
 	message      string
 	written      bool   // spec.conversion written this pass
 	driftManager string // another manager rewrote the conversion Hookwright had configured
-	unverifiable bool // no object to convert, and a dry-run could not reach the webhook
+	unverifiable bool   // no object to convert, and a dry-run could not reach the webhook
 }
 
 // serviceCerts is the certificate material of one webhook Service.

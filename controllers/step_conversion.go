@@ -3,8 +3,8 @@ package controllers
 import (
 	"bytes"
 	"context"
-	"strings"
 	"slices"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
