@@ -97,3 +97,38 @@ var _ = Describe("Deleting a WebhookInstall", func() {
 		Expect(specField(asV1, "value")).To(Equal("2"))
 	})
 })
+
+var _ = Describe("A new version that drops a conversion CRD", func() {
+	It("releases the dropped CRD safely and keeps serving the others", func(ctx context.Context) {
+		ns := createNamespace(ctx)
+		kept, dropped := ns+".kept.hookwright.test", ns+".dropped.hookwright.test"
+		createWidgetCRD(ctx, kept)
+		droppedCRD := createWidgetCRD(ctx, dropped)
+		sameSchemas := client.MergeFrom(droppedCRD.DeepCopy())
+		droppedCRD.Spec.Versions[1].Schema = droppedCRD.Spec.Versions[0].Schema.DeepCopy()
+		Expect(k8s.Patch(ctx, droppedCRD, sameSchemas)).To(Succeed())
+		serve(ns, "widget-webhook")
+		install := newInstall(ns, "widgets", "widget-webhook", "widgets."+kept)
+		install.Spec.CustomResourceDefinitions.Owned = append(install.Spec.CustomResourceDefinitions.Owned,
+			v1alpha1.CRDDescription{Name: "widgets." + dropped, Version: "v1", Kind: "Widget"})
+		install.Spec.WebhookDefinitions[0].ConversionCRDs = append(install.Spec.WebhookDefinitions[0].ConversionCRDs, "widgets."+dropped)
+		Expect(k8s.Create(ctx, install)).To(Succeed())
+		eventuallyPhase(ctx, ns, "widgets", v1alpha1.PhaseSucceeded, v1alpha1.ReasonSucceeded)
+		Expect(getCRD(ctx, "widgets."+dropped).Annotations[v1alpha1.AnnotationOwner]).To(Equal(ns + "/widgets"))
+
+		whi := getInstall(ctx, ns, "widgets")
+		patch := client.MergeFrom(whi.DeepCopy())
+		whi.Spec.Version = "1.1.0"
+		whi.Spec.WebhookDefinitions[0].ConversionCRDs = []string{"widgets." + kept}
+		Expect(k8s.Patch(ctx, whi, patch)).To(Succeed())
+
+		Eventually(func(g Gomega) {
+			released := getCRD(ctx, "widgets."+dropped)
+			g.Expect(released.Annotations).NotTo(HaveKey(v1alpha1.AnnotationOwner))
+			g.Expect(released.Spec.Conversion.Strategy).To(Equal(apiextensionsv1.NoneConverter), "one stored version, one schema: None is safe")
+		}).Should(Succeed())
+		eventuallyPhase(ctx, ns, "widgets", v1alpha1.PhaseSucceeded, v1alpha1.ReasonSucceeded)
+		Expect(conversionService(getCRD(ctx, "widgets."+kept))).To(Equal(ns + "/widget-webhook-service"))
+		Expect(getInstall(ctx, ns, "widgets").Status.ConversionCRDs).To(ConsistOf(HaveField("Name", "widgets."+kept)))
+	})
+})

@@ -31,7 +31,7 @@ func (r *WebhookInstallReconciler) finalize(ctx context.Context, s *installState
 		return nil
 	}
 	for _, name := range conversionCRDNames(s.install) {
-		if err := r.release(ctx, s, name); err != nil {
+		if err := r.release(ctx, s, name, "was deleted"); err != nil {
 			return err
 		}
 	}
@@ -44,7 +44,9 @@ func (r *WebhookInstallReconciler) finalize(ctx context.Context, s *installState
 	return client.IgnoreNotFound(r.Client.Patch(ctx, s.install, patch, client.FieldOwner(desired.FieldManager)))
 }
 
-func (r *WebhookInstallReconciler) release(ctx context.Context, s *installState, name string) error {
+// release gives up the install's claim on a CRD; why completes "WebhookInstall
+// <ns>/<name> ..." in the Events.
+func (r *WebhookInstallReconciler) release(ctx context.Context, s *installState, name, why string) error {
 	crd := &apiextensionsv1.CustomResourceDefinition{}
 	if err := r.APIReader.Get(ctx, client.ObjectKey{Name: name}, crd); err != nil {
 		return client.IgnoreNotFound(err)
@@ -54,16 +56,16 @@ func (r *WebhookInstallReconciler) release(ctx context.Context, s *installState,
 	}
 	leftInPlace := false
 	if pointsAtInstall(crd, s.install) {
-		if why := noneIsUnsafe(crd); why != "" {
+		if unsafe := noneIsUnsafe(crd); unsafe != "" {
 			leftInPlace = true
 			r.Recorder.Eventf(crd, s.install, corev1.EventTypeWarning, "ConversionLeftInPlace", "Release",
-				"WebhookInstall %s was deleted but CRD %s keeps its webhook conversion: %s. Re-install a WebhookInstall for it, or migrate storage to one version before setting strategy None", installRef(s.install), name, why)
+				"WebhookInstall %s %s but CRD %s keeps its webhook conversion: %s. Re-install a WebhookInstall for it, or migrate storage to one version before setting strategy None", installRef(s.install), why, name, unsafe)
 		} else {
 			if err := r.apply(ctx, conversionApplyObject(name, nil)); err != nil {
 				return err
 			}
 			r.Recorder.Eventf(crd, s.install, corev1.EventTypeNormal, "ConversionSetToNone", "Release",
-				"WebhookInstall %s was deleted; CRD %s stores one version with one schema, so conversion is now None", installRef(s.install), name)
+				"WebhookInstall %s %s; CRD %s stores one version with one schema, so conversion is now None", installRef(s.install), why, name)
 		}
 	}
 	patch := client.MergeFromWithOptions(crd.DeepCopy(), client.MergeFromWithOptimisticLock{})

@@ -64,7 +64,7 @@ func (r *WebhookInstallReconciler) Reconcile(ctx context.Context, req ctrl.Reque
 	}
 
 	var stepErr error
-	for _, run := range []step{r.preflight, r.claimOwnership, r.ensureCertificates, r.ensureWorkloads, r.configureConversion, r.verifyConversion} {
+	for _, run := range []step{r.releaseDropped, r.preflight, r.claimOwnership, r.ensureCertificates, r.ensureWorkloads, r.configureConversion, r.verifyConversion} {
 		if stepErr = run(ctx, s); stepErr != nil || s.halt != nil {
 			break
 		}
