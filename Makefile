@@ -7,13 +7,18 @@ CONTROL_PLANE_DIR ?= $(CURDIR)/bin/control-plane/$(KUBE_VERSION)
 CONTROLLER_TOOLS_VERSION ?= v0.23.0
 CONTROLLER_GEN ?= $(CURDIR)/bin/tools/controller-gen-$(CONTROLLER_TOOLS_VERSION)/controller-gen
 export HOOKWRIGHT_CONTROL_PLANE_DIR := $(CONTROL_PLANE_DIR)
+# kubectl's built-in kustomize, from the control plane: no separate install.
+KUSTOMIZE ?= $(CONTROL_PLANE_DIR)/kubectl kustomize
+# The operator version `make bundle` writes into the CSV. A release bumps
+# this default, so that `make verify` regenerates the committed bundle.
+VERSION ?= 0.1.0
 
 .PHONY: help
 help: ## List the targets.
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-16s %s\n", $$1, $$2}'
 
 .PHONY: test
-test: control-plane ## Build the control plane if needed, then run every test (one shared API server per package).
+test: control-plane verify ## Build the control plane if needed, check generated files, then run every test (one shared API server per package).
 	go vet ./...
 	go test ./... -count=1 -timeout 45m -v
 
@@ -39,3 +44,27 @@ manifests: $(CONTROLLER_GEN) ## Generate the CRD and RBAC manifests from markers
 .PHONY: generate
 generate: $(CONTROLLER_GEN) ## Generate deepcopy code.
 	$(CONTROLLER_GEN) object:headerFile=hack/boilerplate.go.txt paths="./api/..."
+
+.PHONY: kustomize
+kustomize: $(CONTROL_PLANE_DIR)/kubectl ## Make sure kubectl (and its kustomize) is built: KUSTOMIZE is "kubectl kustomize".
+
+$(CONTROL_PLANE_DIR)/kubectl:
+	$(MAKE) control-plane
+
+.PHONY: bundle
+bundle: manifests kustomize ## Regenerate the OLM bundle (bundle/, bundle.Dockerfile) from config/: make bundle VERSION=x.y.z.
+	@mkdir -p bin/bundle
+	$(KUSTOMIZE) config/default > bin/bundle/default.yaml
+	$(KUSTOMIZE) config/samples > bin/bundle/samples.yaml
+	go run ./hack/bundlegen --version=$(VERSION) --manifests=bin/bundle/default.yaml --samples=bin/bundle/samples.yaml --out=.
+
+.PHONY: verify
+verify: ## Regenerate CRD, RBAC, deepcopy and bundle; fail if that changes api/, config/ or bundle/.
+	$(MAKE) manifests generate bundle
+	@changed=$$(git status --porcelain -- api config bundle bundle.Dockerfile); \
+	if [[ -n $$changed ]]; then \
+	  echo "$$changed"; \
+	  git --no-pager diff -- api config bundle bundle.Dockerfile; \
+	  echo "verify: generated files are out of date (or not committed): run 'make manifests generate bundle' and commit the result." >&2; \
+	  exit 1; \
+	fi

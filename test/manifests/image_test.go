@@ -1,0 +1,386 @@
+package manifests_test
+
+import (
+	"bytes"
+	"debug/elf"
+	"fmt"
+	"go/version"
+	"io"
+	"io/fs"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	appsv1 "k8s.io/api/apps/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	v1alpha1 "github.com/hookwright/hookwright/api/v1alpha1"
+	"github.com/hookwright/hookwright/examples/crontab"
+	"github.com/hookwright/hookwright/internal/testcluster"
+	"github.com/hookwright/hookwright/pkg/conversion"
+)
+
+// instruction is one Dockerfile line: its keyword and the rest.
+type instruction struct{ keyword, args string }
+
+// stage is one FROM of a Dockerfile and the instructions after it.
+type stage struct {
+	from         string
+	instructions []instruction
+}
+
+// parseDockerfile reads a Dockerfile written without line continuations
+// (checked), which is what ours is.
+func parseDockerfile(text string) []stage {
+	GinkgoHelper()
+	var stages []stage
+	for _, line := range strings.Split(text, "\n") {
+		line = strings.TrimSpace(line)
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		Expect(line).NotTo(HaveSuffix(`\`), "no line continuations, so this parser reads the Dockerfile as docker does")
+		keyword, args, _ := strings.Cut(line, " ")
+		keyword = strings.ToUpper(keyword)
+		if keyword == "FROM" {
+			stages = append(stages, stage{from: args})
+			continue
+		}
+		Expect(stages).NotTo(BeEmpty(), "an instruction before FROM: %s", line)
+		stages[len(stages)-1].instructions = append(stages[len(stages)-1].instructions, instruction{keyword, strings.TrimSpace(args)})
+	}
+	return stages
+}
+
+func (s stage) all(keyword string) []string {
+	var out []string
+	for _, in := range s.instructions {
+		if in.keyword == keyword {
+			out = append(out, in.args)
+		}
+	}
+	return out
+}
+
+// shellWords splits a RUN line as sh would, for the quoting it uses.
+func shellWords(line string) []string {
+	GinkgoHelper()
+	Expect(strings.ContainsAny(line, "$`\\;&|<>")).To(BeFalse(), "a plain command line (no expansions, escapes or operators): %s", line)
+	var words []string
+	var word strings.Builder
+	inWord, quote := false, rune(0)
+	for _, r := range line {
+		switch {
+		case quote != 0 && r == quote:
+			quote = 0
+		case quote != 0:
+			word.WriteRune(r)
+		case r == '"' || r == '\'':
+			quote, inWord = r, true
+		case r == ' ' || r == '\t':
+			if inWord {
+				words = append(words, word.String())
+				word.Reset()
+				inWord = false
+			}
+		default:
+			word.WriteRune(r)
+			inWord = true
+		}
+	}
+	Expect(quote).To(BeZero(), "unbalanced quotes: %s", line)
+	if inWord {
+		words = append(words, word.String())
+	}
+	return words
+}
+
+// dockerignored reports whether docker leaves rel (a slash path relative
+// to the context) out of the build context: a pattern matches the path or
+// one of its parent folders. Only the pattern forms our .dockerignore uses
+// are supported (checked): no "!" exceptions, no "**".
+func dockerignored(patterns []string, rel string) bool {
+	parts := strings.Split(rel, "/")
+	for i := range parts {
+		prefix := strings.Join(parts[:i+1], "/")
+		for _, p := range patterns {
+			if ok, _ := filepath.Match(p, prefix); ok {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// buildContext copies the repository as docker would send it.
+func buildContext(dst string) {
+	GinkgoHelper()
+	var patterns []string
+	for _, line := range strings.Split(readFile(".dockerignore"), "\n") {
+		line = strings.TrimSpace(line)
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		Expect(line).NotTo(Or(HavePrefix("!"), ContainSubstring("**")), ".dockerignore: this test supports plain patterns only")
+		patterns = append(patterns, filepath.ToSlash(filepath.Clean(strings.TrimPrefix(line, "/"))))
+	}
+	root, err := filepath.Abs(repoRoot)
+	Expect(err).NotTo(HaveOccurred())
+	Expect(filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, err := filepath.Rel(root, path)
+		if err != nil || rel == "." {
+			return err
+		}
+		if dockerignored(patterns, filepath.ToSlash(rel)) {
+			if d.IsDir() {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		target := filepath.Join(dst, rel)
+		switch {
+		case d.IsDir():
+			return os.MkdirAll(target, 0o755)
+		case d.Type()&fs.ModeSymlink != 0:
+			link, err := os.Readlink(path)
+			if err != nil {
+				return err
+			}
+			return os.Symlink(link, target)
+		case d.Type().IsRegular():
+			raw, err := os.ReadFile(path)
+			if err != nil {
+				return err
+			}
+			return os.WriteFile(target, raw, 0o644)
+		}
+		return nil
+	})).To(Succeed())
+}
+
+// freeAddr is a loopback address with a port nothing listens on now.
+func freeAddr() string {
+	GinkgoHelper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	Expect(err).NotTo(HaveOccurred())
+	defer func() { _ = l.Close() }()
+	return l.Addr().String()
+}
+
+// syncBuffer collects a process's output while it runs.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+var _ = Describe("The operator image", Ordered, func() {
+	var (
+		dockerfile []stage
+		binary     string // built as the Dockerfile's builder stage builds it
+		contextDir string
+	)
+
+	BeforeAll(func(ctx SpecContext) {
+		dockerfile = parseDockerfile(readFile("Dockerfile"))
+		Expect(dockerfile).To(HaveLen(2), "a builder stage and the final stage")
+		var buildLine string
+		for _, line := range dockerfile[0].all("RUN") {
+			if strings.Contains(line, "go build") {
+				Expect(buildLine).To(BeEmpty(), "one go build line")
+				buildLine = line
+			}
+		}
+		Expect(buildLine).NotTo(BeEmpty(), "the builder stage runs go build")
+		words := shellWords(buildLine)
+		var env []string
+		for len(words) > 0 && regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*=`).MatchString(words[0]) {
+			env, words = append(env, words[0]), words[1:]
+		}
+		Expect(env).To(ContainElements("CGO_ENABLED=0", "GOOS=linux"))
+		Expect(words[:2]).To(Equal([]string{"go", "build"}))
+		Expect(words).To(ContainElements("-trimpath", "-ldflags=-s -w"))
+		out := -1
+		for i, w := range words {
+			if w == "-o" {
+				out = i + 1
+			}
+		}
+		Expect(out).To(BeNumerically(">", 0), "go build -o <path>")
+		Expect(out).To(BeNumerically("<", len(words)))
+		Expect(dockerfile[1].all("COPY")).To(ContainElement("--from=builder "+words[out]+" /hookwright"), "the final stage copies what the builder built")
+
+		contextDir = GinkgoT().TempDir()
+		buildContext(contextDir)
+		binary = filepath.Join(GinkgoT().TempDir(), "hookwright")
+		words[out] = binary
+		build := exec.CommandContext(ctx, words[0], words[1:]...)
+		build.Dir = contextDir // the builder's WORKDIR holds the context
+		build.Env = append(os.Environ(), env...)
+		build.Stdout, build.Stderr = GinkgoWriter, GinkgoWriter
+		start := time.Now()
+		Expect(build.Run()).To(Succeed(), "building as the Dockerfile does: %s", buildLine)
+		fmt.Fprintf(GinkgoWriter, "built %s in %s\n", binary, time.Since(start).Round(time.Second))
+	}, NodeTimeout(8*time.Minute))
+
+	It("pins a builder new enough for go.mod and runs nonroot on distroless, without a shell", func() {
+		builder := regexp.MustCompile(`^golang:(\d+\.\d+\.\d+)-bookworm AS builder$`).FindStringSubmatch(dockerfile[0].from)
+		Expect(builder).NotTo(BeNil(), "FROM golang:<x.y.z>-bookworm AS builder, pinned: %s", dockerfile[0].from)
+		goDirective := regexp.MustCompile(`(?m)^go (\S+)$`).FindStringSubmatch(readFile("go.mod"))
+		Expect(goDirective).NotTo(BeNil())
+		Expect(version.Compare("go"+builder[1], "go"+goDirective[1])).To(BeNumerically(">=", 0), "the builder's Go %s is older than go.mod's %s", builder[1], goDirective[1])
+
+		final := dockerfile[1]
+		Expect(final.from).To(Equal("gcr.io/distroless/static-debian12:nonroot"))
+		Expect(final.all("USER")).To(Equal([]string{"65532:65532"}))
+		Expect(final.all("ENTRYPOINT")).To(Equal([]string{`["/hookwright"]`}), "exec form: there is no shell")
+		Expect(final.all("RUN")).To(BeEmpty(), "there is no shell to RUN in")
+		Expect(final.all("SHELL")).To(BeEmpty())
+	})
+
+	It("builds a static, stripped binary without build paths", func() {
+		f, err := elf.Open(binary)
+		Expect(err).NotTo(HaveOccurred())
+		defer func() { _ = f.Close() }()
+		for _, p := range f.Progs {
+			Expect(p.Type).NotTo(Equal(elf.PT_INTERP), "static: distroless/static has no dynamic loader")
+		}
+		Expect(f.Section(".symtab")).To(BeNil(), "-s strips the symbol table")
+		Expect(f.Section(".debug_info")).To(BeNil(), "-w drops DWARF")
+		raw, err := os.ReadFile(binary)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(bytes.Contains(raw, []byte(contextDir))).To(BeFalse(), "-trimpath keeps the build folder out of the binary")
+	})
+
+	It("answers --help with exit code 0 and lists --leader-elect", func(ctx SpecContext) {
+		out, err := exec.CommandContext(ctx, binary, "--help").CombinedOutput()
+		Expect(err).NotTo(HaveOccurred(), "%s", out)
+		Expect(string(out)).To(ContainSubstring("-leader-elect"))
+		Expect(string(out)).To(ContainSubstring("-health-probe-bind-address"))
+		Expect(string(out)).To(ContainSubstring("-metrics-bind-address"))
+	})
+
+	It("runs with the shipped arguments as the shipped ServiceAccount, leads, probes and installs the sample", func(ctx SpecContext) {
+		rendered := kustomize(ctx, "config/default")
+		_, err := applyServerSide(ctx, rendered)
+		Expect(err).NotTo(HaveOccurred())
+		dep := into[appsv1.Deployment](find(decode(rendered), "Deployment", managerName))
+		container := dep.Spec.Template.Spec.Containers[0]
+
+		By("authenticating with a token of the manager's ServiceAccount, as in its pod")
+		token, _, err := run(ctx, nil, kubectl, "--kubeconfig", cluster.KubeconfigPath, "create", "token", dep.Spec.Template.Spec.ServiceAccountName, "--namespace", namespace, "--duration=1h")
+		Expect(err).NotTo(HaveOccurred())
+		kubeconfig := filepath.Join(GinkgoT().TempDir(), "kubeconfig")
+		Expect(clientcmd.WriteToFile(clientcmdapi.Config{
+			Clusters:       map[string]*clientcmdapi.Cluster{"test": {Server: cluster.Config.Host, CertificateAuthorityData: cluster.Config.CAData}},
+			AuthInfos:      map[string]*clientcmdapi.AuthInfo{"manager": {Token: strings.TrimSpace(token)}},
+			Contexts:       map[string]*clientcmdapi.Context{"manager": {Cluster: "test", AuthInfo: "manager"}},
+			CurrentContext: "manager",
+		}, kubeconfig)).To(Succeed())
+
+		By("running the binary with the Deployment's arguments (addresses moved to free loopback ports)")
+		healthAddr, metricsAddr := freeAddr(), freeAddr()
+		var args []string
+		for _, a := range container.Args {
+			switch {
+			case strings.HasPrefix(a, "--health-probe-bind-address="):
+				a = "--health-probe-bind-address=" + healthAddr
+			case strings.HasPrefix(a, "--metrics-bind-address="):
+				a = "--metrics-bind-address=" + metricsAddr
+			}
+			args = append(args, a)
+		}
+		// In a pod the namespace comes from the mounted token's folder.
+		args = append(args, "--leader-election-namespace="+namespace)
+		output := &syncBuffer{}
+		cmd := exec.Command(binary, args...)
+		cmd.Env = append(os.Environ(), "KUBECONFIG="+kubeconfig)
+		cmd.Stdout = io.MultiWriter(output, GinkgoWriter)
+		cmd.Stderr = cmd.Stdout
+		Expect(cmd.Start()).To(Succeed())
+		exited := make(chan error, 1)
+		go func() { exited <- cmd.Wait() }()
+		DeferCleanup(func() {
+			select {
+			case <-exited:
+			default:
+				_ = cmd.Process.Kill()
+				<-exited
+			}
+		})
+
+		for _, probe := range []*corev1.Probe{container.LivenessProbe, container.ReadinessProbe} {
+			url := "http://" + healthAddr + probe.HTTPGet.Path
+			Eventually(func(g Gomega) {
+				resp, err := http.Get(url)
+				g.Expect(err).NotTo(HaveOccurred())
+				_ = resp.Body.Close()
+				g.Expect(resp.StatusCode).To(Equal(http.StatusOK))
+			}).Should(Succeed(), url)
+		}
+		Eventually(func(g Gomega) {
+			resp, err := http.Get("http://" + metricsAddr + "/metrics")
+			g.Expect(err).NotTo(HaveOccurred())
+			_ = resp.Body.Close()
+			g.Expect(resp.StatusCode).To(Equal(http.StatusOK))
+		}).Should(Succeed())
+
+		lease := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: "hookwright.operators.hookwright.dev"}}
+		Eventually(func(g Gomega) {
+			g.Expect(cluster.Client.Get(ctx, client.ObjectKeyFromObject(lease), lease)).To(Succeed())
+			g.Expect(lease.Spec.HolderIdentity).NotTo(BeNil())
+			g.Expect(*lease.Spec.HolderIdentity).NotTo(BeEmpty())
+		}).Should(Succeed(), "the manager takes the leader-election Lease in its namespace")
+
+		By("installing the sample's CronTab conversion webhook")
+		_, err = applyServerSide(ctx, readFile("examples/crontab/crd.yaml"))
+		Expect(err).NotTo(HaveOccurred())
+		const sampleNS = "crontab-system"
+		err = cluster.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: sampleNS}})
+		Expect(client.IgnoreAlreadyExists(err)).To(Succeed())
+		cluster.Kubelet.Serve(sampleNS, "crontab-webhook", testcluster.HandlerHost{Handler: conversion.NewWebhook(crontab.Converter())})
+		_, err = applyServerSide(ctx, kustomize(ctx, "config/samples"), "--namespace="+sampleNS)
+		Expect(err).NotTo(HaveOccurred())
+		Eventually(func(g Gomega) {
+			whi := &v1alpha1.WebhookInstall{}
+			g.Expect(cluster.Client.Get(ctx, client.ObjectKey{Namespace: sampleNS, Name: "crontab"}, whi)).To(Succeed())
+			g.Expect(whi.Status.Phase).To(Equal(v1alpha1.PhaseSucceeded), "%s: %s", whi.Status.Reason, whi.Status.Message)
+		}).WithTimeout(90 * time.Second).Should(Succeed())
+
+		By("stopping it as kubelet does: SIGTERM, then a clean exit that releases the Lease")
+		Expect(cmd.Process.Signal(syscall.SIGTERM)).To(Succeed())
+		Eventually(exited).WithTimeout(time.Duration(*dep.Spec.Template.Spec.TerminationGracePeriodSeconds) * time.Second).Should(Receive(BeNil()))
+		Expect(cluster.Client.Get(ctx, client.ObjectKeyFromObject(lease), lease)).To(Succeed())
+		Expect(lease.Spec.HolderIdentity).To(Or(BeNil(), HaveValue(BeEmpty())))
+
+		Expect(strings.ToLower(output.String())).NotTo(ContainSubstring("forbidden"), "the shipped RBAC covers everything the manager does")
+	}, NodeTimeout(3*time.Minute))
+})
