@@ -47,4 +47,16 @@ const (
 	ReasonNoConflict = "NoConflict"
 	// ReasonNoObjectsToVerify: verified by a server-side dry-run create, as no object exists yet.
 	ReasonNoObjectsToVerify = "NoObjectsToVerify"
+	// ReasonHandoverPending: this install replaces the CRDs' owner and takes
+	// them over once its own webhook Deployments are fully rolled out.
+	ReasonHandoverPending = "HandoverPending"
+	// ReasonReplacing: a newer install (named in the message) replaces this
+	// one; nothing to do but wait, or delete the newer one to roll back.
+	ReasonReplacing = "Replacing"
+	// ReasonReplaced: the newer install took over every CRD; this one's
+	// workloads are removed and it can be deleted.
+	ReasonReplaced = "Replaced"
+	// ReasonNameTaken: a Deployment, Service or Secret this install needs
+	// belongs to another WebhookInstall that this one does not replace.
+	ReasonNameTaken = "NameTaken"
 )

@@ -3,7 +3,7 @@ package v1alpha1
 import metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 // InstallPhase follows a CSV's phases.
-// +kubebuilder:validation:Enum=Pending;InstallReady;Installing;Succeeded;Failed
+// +kubebuilder:validation:Enum=Pending;InstallReady;Installing;Succeeded;Failed;Replacing;Replaced
 type InstallPhase string
 
 const (
@@ -17,6 +17,14 @@ const (
 	PhaseSucceeded InstallPhase = "Succeeded"
 	// PhaseFailed: needs an admin or author; status.reason says why.
 	PhaseFailed InstallPhase = "Failed"
+	// PhaseReplacing: a newer install names this one in spec.replaces; this
+	// one keeps serving, and writes nothing, until the newer one has taken
+	// over its CRDs and verified them.
+	PhaseReplacing InstallPhase = "Replacing"
+	// PhaseReplaced: the newer install took over; this install's
+	// Deployments, Services and Secrets are removed. Delete it when
+	// convenient: its claims are gone, so deleting it touches no CRD.
+	PhaseReplaced InstallPhase = "Replaced"
 )
 
 // WebhookInstallStatus is what Hookwright observed and did.
