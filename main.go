@@ -18,6 +18,7 @@ import (
 
 	v1alpha1 "github.com/hookwright/hookwright/api/v1alpha1"
 	"github.com/hookwright/hookwright/controllers"
+	"github.com/hookwright/hookwright/internal/importcsv"
 	"github.com/hookwright/hookwright/pkg/conversion/verify"
 )
 
@@ -25,6 +26,10 @@ func main() {
 	// hookwright verify --crd crd.yaml --samples dir --webhook URL
 	if len(os.Args) > 1 && os.Args[1] == "verify" {
 		os.Exit(verify.Main(os.Args[2:], os.Stdout, os.Stderr, nil))
+	}
+	// hookwright import-csv [--namespace NS] <CSV file or bundle dir>
+	if len(os.Args) > 1 && os.Args[1] == "import-csv" {
+		os.Exit(importcsv.Main(os.Args[2:], os.Stdout, os.Stderr))
 	}
 	var (
 		metricsAddr    string
