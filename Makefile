@@ -26,6 +26,12 @@ test: control-plane verify ## Build the control plane if needed, check generated
 demo: control-plane ## Run the main job on a local control plane (Ctrl-C to stop).
 	go run ./cmd/demo
 
+.PHONY: bench
+bench: control-plane ## Benchmarks against cert-controller v0.16.0 on a local control plane; writes bench/results.md (<= 20 min on 2 cores).
+	go build -o bin/hookwright .
+	go build -o bin/bench-certcontroller ./bench/certcontroller
+	go run ./bench/cmd/bench --operator bin/hookwright --anchor bin/bench-certcontroller --out bench/results.md
+
 .PHONY: control-plane
 control-plane: ## Build kube-apiserver, etcd and kubectl $(KUBE_VERSION) from Go modules into bin/ (once; ~7 min cold).
 	CONTROL_PLANE_DIR=$(CONTROL_PLANE_DIR) KUBE_VERSION=$(KUBE_VERSION) ./hack/build-control-plane.sh

@@ -1,0 +1,238 @@
+package runner
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"os"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+)
+
+// auditEvent is the part of an audit.k8s.io/v1 Event (level Metadata) the
+// benchmark reads: who did what to which object, and when the API server
+// received and completed it.
+type auditEvent struct {
+	Stage string `json:"stage"`
+	Verb  string `json:"verb"`
+	User  struct {
+		Username string `json:"username"`
+	} `json:"user"`
+	ObjectRef struct {
+		Resource    string `json:"resource"`
+		Namespace   string `json:"namespace"`
+		Name        string `json:"name"`
+		Subresource string `json:"subresource"`
+		APIGroup    string `json:"apiGroup"`
+	} `json:"objectRef"`
+	RequestURI     string `json:"requestURI"`
+	ResponseStatus struct {
+		Code int `json:"code"`
+	} `json:"responseStatus"`
+	Received  time.Time `json:"requestReceivedTimestamp"`
+	Completed time.Time `json:"stageTimestamp"`
+}
+
+// isWrite: a request that changes stored state. Dry runs are counted apart
+// (dryRun): the server does the work but stores nothing.
+func (e *auditEvent) isWrite() bool {
+	switch e.Verb {
+	case "create", "update", "patch", "delete", "deletecollection":
+		return !e.dryRun()
+	}
+	return false
+}
+
+func (e *auditEvent) dryRun() bool { return strings.Contains(e.RequestURI, "dryRun=") }
+
+// resource names the object kind of the request, with its subresource.
+func (e *auditEvent) resource() string {
+	r := e.ObjectRef.Resource
+	if e.ObjectRef.Subresource != "" {
+		r += "/" + e.ObjectRef.Subresource
+	}
+	return r
+}
+
+// auditLog follows the API server's audit log, keeping the completed
+// requests of the users the benchmark counts.
+type auditLog struct {
+	path  string
+	users map[string]bool
+
+	mu     sync.Mutex
+	offset int64
+	events []auditEvent // ResponseComplete events of users, in log order
+	total  int          // every ResponseComplete event, any user
+}
+
+func newAuditLog(path string, users ...string) *auditLog {
+	a := &auditLog{path: path, users: map[string]bool{}}
+	for _, u := range users {
+		a.users[u] = true
+	}
+	return a
+}
+
+// sync reads what was appended since the last call.
+func (a *auditLog) sync() error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	f, err := os.Open(a.path)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = f.Close() }()
+	if _, err := f.Seek(a.offset, 0); err != nil {
+		return err
+	}
+	r := bufio.NewReaderSize(f, 1<<20)
+	for {
+		line, err := r.ReadBytes('\n')
+		if len(line) == 0 || line[len(line)-1] != '\n' {
+			break // a partial last line is read next time
+		}
+		a.offset += int64(len(line))
+		if !strings.Contains(string(line[:min(len(line), 400)]), `"stage":"ResponseComplete"`) {
+			if err != nil {
+				break
+			}
+			continue
+		}
+		a.total++
+		var e auditEvent
+		if json.Unmarshal(line, &e) == nil && e.Stage == "ResponseComplete" && a.users[e.User.Username] {
+			a.events = append(a.events, e)
+		}
+		if err != nil {
+			break
+		}
+	}
+	return nil
+}
+
+// mark is a position in the log: events after it are new.
+func (a *auditLog) mark() (int, error) {
+	if err := a.sync(); err != nil {
+		return 0, err
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return len(a.events), nil
+}
+
+// since returns the events of user appended after mark.
+func (a *auditLog) since(mark int, user string) ([]auditEvent, error) {
+	if err := a.sync(); err != nil {
+		return nil, err
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	var out []auditEvent
+	for _, e := range a.events[mark:] {
+		if e.User.Username == user {
+			out = append(out, e)
+		}
+	}
+	return out, nil
+}
+
+// waitQuiet waits until user made no write for quiet, up to limit, and
+// returns the events since mark.
+func (a *auditLog) waitQuiet(mark int, user string, quiet, limit time.Duration) ([]auditEvent, error) {
+	deadline := time.Now().Add(limit)
+	lastCount, lastChange := -1, time.Now()
+	for {
+		events, err := a.since(mark, user)
+		if err != nil {
+			return nil, err
+		}
+		writes := len(writesOf(events))
+		if writes != lastCount {
+			lastCount, lastChange = writes, time.Now()
+		}
+		if time.Since(lastChange) >= quiet || time.Now().After(deadline) {
+			return events, nil
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+}
+
+func writesOf(events []auditEvent) []auditEvent {
+	var out []auditEvent
+	for _, e := range events {
+		if e.isWrite() {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+func dryRunsOf(events []auditEvent) int {
+	n := 0
+	for _, e := range events {
+		if e.dryRun() {
+			n++
+		}
+	}
+	return n
+}
+
+// breakdown counts events by "verb resource", largest first.
+func breakdown(events []auditEvent) string {
+	count := map[string]int{}
+	for _, e := range events {
+		count[e.Verb+" "+e.resource()]++
+	}
+	keys := make([]string, 0, len(count))
+	for k := range count {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool {
+		if count[keys[i]] != count[keys[j]] {
+			return count[keys[i]] > count[keys[j]]
+		}
+		return keys[i] < keys[j]
+	})
+	var parts []string
+	for _, k := range keys {
+		parts = append(parts, fmt.Sprintf("%s ×%d", k, count[k]))
+	}
+	if len(parts) == 0 {
+		return "none"
+	}
+	return strings.Join(parts, ", ")
+}
+
+// busyTime is the union of the requests' in-flight intervals at the API
+// server: how much of a window the server spent serving this user.
+func busyTime(events []auditEvent) time.Duration {
+	type span struct{ a, b time.Time }
+	spans := make([]span, 0, len(events))
+	for _, e := range events {
+		if e.Verb != "watch" && !e.Completed.Before(e.Received) && !e.Received.IsZero() {
+			spans = append(spans, span{e.Received, e.Completed})
+		}
+	}
+	sort.Slice(spans, func(i, j int) bool { return spans[i].a.Before(spans[j].a) })
+	var total time.Duration
+	var cur span
+	for i, s := range spans {
+		if i == 0 || s.a.After(cur.b) {
+			if i > 0 {
+				total += cur.b.Sub(cur.a)
+			}
+			cur = s
+			continue
+		}
+		if s.b.After(cur.b) {
+			cur.b = s.b
+		}
+	}
+	if len(spans) > 0 {
+		total += cur.b.Sub(cur.a)
+	}
+	return total
+}

@@ -1,0 +1,73 @@
+package runner
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"io"
+	"log"
+	"net/http"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/hookwright/hookwright/internal/testcluster"
+)
+
+// converterHost is the pod stand-in's program for every benchmark webhook:
+// testcluster.WidgetConverter over TLS with the certificate the Deployment
+// mounts. Unlike testcluster.HandlerHost it uses no inotify watch (the
+// kernel allows 128 per user; the benchmark runs ~1,600 pods): it reloads
+// the key pair when the volume's ..data link moves, which is exactly when
+// kubelet (and its stand-in) publishes a new Secret payload.
+type converterHost struct{}
+
+func (converterHost) Run(ctx context.Context, env *testcluster.PodEnv) error {
+	dir, err := env.MountDir(testcluster.DefaultCertMount)
+	if err != nil {
+		return err
+	}
+	var (
+		mu     sync.Mutex
+		cached *tls.Certificate
+		target string
+	)
+	getCertificate := func(*tls.ClientHelloInfo) (*tls.Certificate, error) {
+		now, _ := os.Readlink(filepath.Join(dir, "..data"))
+		mu.Lock()
+		defer mu.Unlock()
+		if cached != nil && now == target {
+			return cached, nil
+		}
+		pair, err := tls.LoadX509KeyPair(filepath.Join(dir, "tls.crt"), filepath.Join(dir, "tls.key"))
+		if err != nil {
+			if cached != nil {
+				return cached, nil
+			}
+			return nil, err
+		}
+		cached, target = &pair, now
+		return cached, nil
+	}
+	if _, err := getCertificate(nil); err != nil {
+		return err
+	}
+	srv := &http.Server{
+		Handler:           &testcluster.WidgetConverter{},
+		TLSConfig:         &tls.Config{GetCertificate: getCertificate, MinVersion: tls.VersionTLS12},
+		ReadHeaderTimeout: 10 * time.Second,
+		ErrorLog:          log.New(io.Discard, "", 0),
+	}
+	go func() {
+		<-ctx.Done()
+		shutdown, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(shutdown)
+	}()
+	env.MarkReady()
+	if err := srv.ServeTLS(env.Listener, "", ""); !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
+}

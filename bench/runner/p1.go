@@ -1,0 +1,315 @@
+package runner
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	v1alpha1 "github.com/hookwright/hookwright/api/v1alpha1"
+)
+
+// p1Hookwright applies installs one at a time (each in its own namespace,
+// its CRD already there) and times, per install, from the moment its
+// webhook Deployment is available to ConversionVerified=True.
+func (b *bench) p1Hookwright(ctx context.Context) error {
+	n := b.sz.p1
+	// One warm-up install first (not counted): the first conversion
+	// through any new webhook pays the test ground's cold paths.
+	nss := append([]string{"p1-hw-warmup"}, names("p1-hw-%03d", n)...)
+	b.logf("P1: preparing %d namespaces with one CRD each", n+1)
+	if err := parallel(n+1, 8, func(i int) error {
+		if err := b.namespace(ctx, nss[i]); err != nil {
+			return err
+		}
+		b.cluster.Kubelet.Serve(nss[i], webhookDeployment, converterHost{})
+		return b.createCRD(ctx, convertedCRD(nss[i], crdKinds[0], nil))
+	}); err != nil {
+		return err
+	}
+	b.logf("P1: applying %d WebhookInstalls one at a time", n)
+	mark, err := b.audit.mark()
+	if err != nil {
+		return err
+	}
+	var fromAvailable, fromApply []time.Duration
+	var warmup time.Duration
+	windows := map[string][2]time.Time{}
+	for i, ns := range nss {
+		applied := time.Now()
+		if err := b.c.Create(ctx, webhookInstall(ns, crdNames(ns, 1), v1alpha1.CertificatePolicy{})); err != nil {
+			return err
+		}
+		key := types.NamespacedName{Namespace: ns, Name: installName}
+		if _, err := b.observer.waitAll(ctx, b.observer.verified, []types.NamespacedName{key}, time.Now().Add(b.sz.installTimeout)); err != nil {
+			return fmt.Errorf("install %s: ConversionVerified not True (phase %s): %w", key, b.observer.phase(key), err)
+		}
+		verified, _ := b.observer.get(b.observer.verified, key)
+		available, ok := b.observer.get(b.observer.available, types.NamespacedName{Namespace: ns, Name: webhookDeployment})
+		if !ok {
+			return fmt.Errorf("install %s verified but its Deployment was never seen available", key)
+		}
+		if i == 0 {
+			warmup = verified.Sub(available)
+			continue
+		}
+		fromAvailable = append(fromAvailable, verified.Sub(available))
+		fromApply = append(fromApply, verified.Sub(applied))
+		windows[ns] = [2]time.Time{available, verified}
+	}
+	p50, p99 := percentile(durations(fromAvailable), 50), percentile(durations(fromAvailable), 99)
+	r := b.report
+	r.P1 = &p1Result{N: n, HW: fromAvailable, HWApply: fromApply, HWWarmup: warmup}
+	if err := b.p1Evidence(mark, windows); err != nil {
+		return err
+	}
+	r.setRow(Row{
+		ID: "P1", Measure: fmt.Sprintf("Deployment available → conversion working, p50 / p99 over %d installs", n),
+		Goal: "p50 ≤ 100 ms, p99 ≤ 500 ms", Hookwright: ms(p50) + " / " + ms(p99),
+		Met: metText(p50 <= 0.1 && p99 <= 0.5),
+	})
+	b.logf("P1 Hookwright: p50 %s p99 %s", ms(p50), ms(p99))
+	return nil
+}
+
+// p1Evidence reads, from the audit log, what the operator asked of the API
+// server between each install's Deployment becoming available and its
+// ConversionVerified=True: how many requests, how long the server spent on
+// them, and the full timeline of the slowest install.
+func (b *bench) p1Evidence(mark int, windows map[string][2]time.Time) error {
+	events, err := b.audit.since(mark, operatorUser)
+	if err != nil {
+		return err
+	}
+	crdOf := map[string]string{}
+	for ns := range windows {
+		for _, name := range crdNames(ns, 1) {
+			crdOf[name] = ns
+		}
+	}
+	byNS := map[string][]auditEvent{}
+	for _, e := range events {
+		ns := e.ObjectRef.Namespace
+		if e.ObjectRef.Resource == "customresourcedefinitions" {
+			ns = crdOf[e.ObjectRef.Name]
+		}
+		if w, ok := windows[ns]; ok && e.Verb != "watch" && !e.Received.Before(w[0].Add(-50*time.Millisecond)) && !e.Received.After(w[1]) {
+			byNS[ns] = append(byNS[ns], e)
+		}
+	}
+	var counts, busy []float64
+	slowest, slowestTime := "", time.Duration(0)
+	for ns, w := range windows {
+		counts = append(counts, float64(len(byNS[ns])))
+		busy = append(busy, busyTime(byNS[ns]).Seconds())
+		if d := w[1].Sub(w[0]); d > slowestTime {
+			slowest, slowestTime = ns, d
+		}
+	}
+	p := b.report.P1
+	p.RequestsP50, p.BusyP50 = percentile(counts, 50), percentile(busy, 50)
+	if slowest != "" {
+		w := windows[slowest]
+		p.Slowest = fmt.Sprintf("%s (%s)", slowest, ms(slowestTime.Seconds()))
+		for _, e := range byNS[slowest] {
+			p.SlowestTimeline = append(p.SlowestTimeline, fmt.Sprintf("+%s %s %s %s (%s, HTTP %d)",
+				ms(e.Received.Sub(w[0]).Seconds()), e.Verb, e.resource(), e.ObjectRef.Name, ms(e.Completed.Sub(e.Received).Seconds()), e.ResponseStatus.Code))
+		}
+	}
+	return nil
+}
+
+// p1Anchor does the same with cert-controller: one rotator per webhook,
+// each with the Secret it fills (shipped empty) and the CRD it injects
+// (shipped with its conversion pointing at the Service). An install is
+// its Deployment and Service; it is timed from the Deployment available to
+// the first conversion the API server completes through the webhook (a
+// server-side dry-run create at v2, retried every 5 ms), since
+// cert-controller verifies nothing itself.
+func (b *bench) p1Anchor(ctx context.Context) error {
+	n := b.sz.p1
+	nss := append([]string{"p1-cc-warmup"}, names("p1-cc-%03d", n)...)
+	if b.report.P1 == nil {
+		b.report.P1 = &p1Result{N: n}
+	}
+	b.logf("P1 anchor: preparing %d namespaces (empty Secret, CRD pointing at the Service)", n+1)
+	webhooks := make([]anchorWebhook, n+1)
+	if err := parallel(n+1, 8, func(i int) error {
+		ns := nss[i]
+		if err := b.namespace(ctx, ns); err != nil {
+			return err
+		}
+		if err := b.c.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: anchorSecret}}); err != nil {
+			return err
+		}
+		webhooks[i] = anchorWebhook{Namespace: ns, Secret: anchorSecret, Service: webhookService, CertDir: filepath.Join(b.work, "cc-certs", ns), CRDs: crdNames(ns, 1)}
+		return b.createCRD(ctx, convertedCRD(ns, crdKinds[0], serviceConversion(ns)))
+	}); err != nil {
+		return err
+	}
+	cc, err := b.startAnchor("p1", webhooks)
+	if err != nil {
+		return err
+	}
+	defer cc.stop() // its caches hold every CRD in full: gone before P5 adds 1,000 large ones
+	if err := b.waitAnchorInjected(ctx, webhooks); err != nil {
+		return err
+	}
+	b.logf("P1 anchor: applying %d webhook Deployments and Services one at a time", n+1)
+	var fromAvailable, fromApply []time.Duration
+	for i, ns := range nss {
+		b.cluster.Kubelet.Serve(ns, webhookDeployment, converterHost{})
+		dep, svc := anchorWorkload(ns)
+		applied := time.Now()
+		if err := b.c.Create(ctx, svc); err != nil {
+			return err
+		}
+		if err := b.c.Create(ctx, dep); err != nil {
+			return err
+		}
+		depKey := types.NamespacedName{Namespace: ns, Name: webhookDeployment}
+		if _, err := b.observer.waitAll(ctx, b.observer.available, []types.NamespacedName{depKey}, time.Now().Add(b.sz.installTimeout)); err != nil {
+			return fmt.Errorf("anchor deployment %s: %w", depKey, err)
+		}
+		available, _ := b.observer.get(b.observer.available, depKey)
+		converted, err := b.probeConversion(ctx, ns, crdKinds[0], time.Now().Add(30*time.Second))
+		if err != nil {
+			return fmt.Errorf("anchor %s: %w", ns, err)
+		}
+		if err := cc.alive(); err != nil {
+			return err
+		}
+		if i == 0 {
+			b.report.P1.CCWarmup = converted.Sub(available)
+			continue
+		}
+		fromAvailable = append(fromAvailable, converted.Sub(available))
+		fromApply = append(fromApply, converted.Sub(applied))
+	}
+	p50, p99 := percentile(durations(fromAvailable), 50), percentile(durations(fromAvailable), 99)
+	b.report.P1.CC, b.report.P1.CCApply = fromAvailable, fromApply
+	b.report.amendRow("P1", func(r *Row) { r.Anchor = ms(p50) + " / " + ms(p99) })
+	b.logf("P1 cert-controller: p50 %s p99 %s", ms(p50), ms(p99))
+	return nil
+}
+
+// probeConversion retries a dry-run create at v2 until the API server
+// converts it through the webhook, and returns when it first did.
+func (b *bench) probeConversion(ctx context.Context, ns, kind string, deadline time.Time) (time.Time, error) {
+	var last error
+	for time.Now().Before(deadline) {
+		if last = b.c.Create(ctx, probeObject(ns, kind), client.DryRunAll); last == nil {
+			return time.Now(), nil
+		}
+		select {
+		case <-ctx.Done():
+			return time.Time{}, ctx.Err()
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+	return time.Time{}, fmt.Errorf("no conversion through the webhook within 30 s: %v", last)
+}
+
+// anchorWebhook is bench/certcontroller's configuration of one rotator.
+type anchorWebhook struct {
+	Namespace string   `json:"namespace"`
+	Secret    string   `json:"secret"`
+	Service   string   `json:"service"`
+	CertDir   string   `json:"certDir"`
+	CRDs      []string `json:"crds"`
+}
+
+// startAnchor starts bench/certcontroller for webhooks and waits until
+// every rotator filled its Secret; it then publishes each Secret's
+// certificate in the rotator's CertDir, which cert-controller checks for
+// (in a real operator the Secret is mounted there).
+func (b *bench) startAnchor(name string, webhooks []anchorWebhook) (*process, error) {
+	raw, err := json.Marshal(webhooks)
+	if err != nil {
+		return nil, err
+	}
+	config := filepath.Join(b.work, "cc-"+name+".json")
+	if err := os.WriteFile(config, raw, 0o600); err != nil {
+		return nil, err
+	}
+	cc, err := startProcess("cert-controller", b.ccBin, b.ccKube, filepath.Join(b.work, "cc-"+name+".log"), "--config="+config)
+	if err != nil {
+		return nil, err
+	}
+	ctx := context.Background()
+	deadline := time.Now().Add(5 * time.Minute)
+	for _, w := range webhooks {
+		for {
+			secret := &corev1.Secret{}
+			err := b.c.Get(ctx, client.ObjectKey{Namespace: w.Namespace, Name: w.Secret}, secret)
+			if err == nil && len(secret.Data["tls.crt"]) > 0 {
+				if err := os.MkdirAll(w.CertDir, 0o700); err != nil {
+					cc.stop()
+					return nil, err
+				}
+				for _, f := range []string{"tls.crt", "tls.key"} {
+					if err := os.WriteFile(filepath.Join(w.CertDir, f), secret.Data[f], 0o600); err != nil {
+						cc.stop()
+						return nil, err
+					}
+				}
+				break
+			}
+			if err := cc.alive(); err != nil {
+				return nil, err
+			}
+			if time.Now().After(deadline) {
+				cc.stop()
+				return nil, fmt.Errorf("cert-controller did not fill Secret %s/%s within 5 minutes", w.Namespace, w.Secret)
+			}
+			time.Sleep(200 * time.Millisecond)
+		}
+	}
+	return cc, nil
+}
+
+// waitAnchorInjected waits until cert-controller injected a caBundle into
+// every CRD of webhooks.
+func (b *bench) waitAnchorInjected(ctx context.Context, webhooks []anchorWebhook) error {
+	deadline := time.Now().Add(3 * time.Minute)
+	for _, w := range webhooks {
+		for _, name := range w.CRDs {
+			for {
+				crd := &apiextensionsv1.CustomResourceDefinition{}
+				if err := b.c.Get(ctx, client.ObjectKey{Name: name}, crd); err == nil {
+					if conv := crd.Spec.Conversion; conv != nil && conv.Webhook != nil && conv.Webhook.ClientConfig != nil && len(conv.Webhook.ClientConfig.CABundle) > 0 {
+						break
+					}
+				}
+				if time.Now().After(deadline) {
+					return fmt.Errorf("cert-controller did not inject a caBundle into CRD %s within 3 minutes", name)
+				}
+				time.Sleep(100 * time.Millisecond)
+			}
+		}
+	}
+	return nil
+}
+
+func names(format string, n int) []string {
+	out := make([]string, n)
+	for i := range out {
+		out[i] = fmt.Sprintf(format, i)
+	}
+	return out
+}
+
+func metText(ok bool) string {
+	if ok {
+		return "yes"
+	}
+	return "**no**"
+}

@@ -1,0 +1,170 @@
+package runner
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	v1alpha1 "github.com/hookwright/hookwright/api/v1alpha1"
+)
+
+// p3 counts the API writes of an idle resync: the operator is restarted,
+// so its fresh caches deliver every install to the reconciler once (as a
+// periodic resync does), and the audit log is read until it is quiet.
+func (b *bench) p3(ctx context.Context) error {
+	var installs v1alpha1.WebhookInstallList
+	if err := b.c.List(ctx, &installs); err != nil {
+		return err
+	}
+	succeeded := 0
+	for _, whi := range installs.Items {
+		if whi.Status.Phase == v1alpha1.PhaseSucceeded {
+			succeeded++
+		}
+	}
+	b.logf("P3: restarting the operator over %d installs (%d Succeeded)", len(installs.Items), succeeded)
+	b.operator.stop()
+	mark, err := b.audit.mark()
+	if err != nil {
+		return err
+	}
+	started := time.Now()
+	if err := b.startOperator(); err != nil {
+		return err
+	}
+	deadline := time.Now().Add(5 * time.Minute)
+	var reconciled float64
+	for {
+		m, err := b.operator.metrics()
+		if err == nil {
+			reconciled = m.sum("controller_runtime_reconcile_total", "controller", "webhookinstall")
+			if reconciled >= float64(len(installs.Items)) {
+				break
+			}
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("only %.0f of %d installs reconciled within 5 minutes of the restart", reconciled, len(installs.Items))
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	resync := time.Since(started)
+	events, err := b.audit.waitQuiet(mark, operatorUser, 3*time.Second, 30*time.Second)
+	if err != nil {
+		return err
+	}
+	writes := writesOf(events)
+	reads := 0
+	for _, e := range events {
+		if e.Verb == "get" || e.Verb == "list" {
+			reads++
+		}
+	}
+	b.report.P3 = &p3Result{Installs: len(installs.Items), Succeeded: succeeded, Writes: len(writes), DryRuns: dryRunsOf(events),
+		Reads: reads, Breakdown: breakdown(writes), Resync: resync, Reconciles: reconciled}
+	b.report.setRow(Row{
+		ID: "P3", Measure: fmt.Sprintf("API writes per idle resync of %d Succeeded installs", succeeded),
+		Goal: "0", Hookwright: fmt.Sprintf("%d", len(writes)), Anchor: "—",
+		Met: metText(len(writes) == 0 && succeeded == len(installs.Items)),
+	})
+	b.logf("P3: %d writes, %d reads, resync took %s", len(writes), reads, resync.Round(time.Millisecond))
+	return nil
+}
+
+// p5 samples the operator's RSS idle, then with many foreign Secrets and
+// large foreign CRDs, next to cert-controller (one rotator, one webhook)
+// in the same cluster at the same moments.
+func (b *bench) p5(ctx context.Context) error {
+	b.logf("P5: idle RSS")
+	time.Sleep(b.sz.settle / 3)
+	hwIdle, err := steadyMemory(b.operator.pid(), 5, time.Second)
+	if err != nil {
+		return err
+	}
+	const ns = "p5-cc"
+	if err := b.namespace(ctx, ns); err != nil {
+		return err
+	}
+	if err := b.c.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: anchorSecret}}); err != nil {
+		return err
+	}
+	if err := b.createCRD(ctx, convertedCRD(ns, crdKinds[0], serviceConversion(ns))); err != nil {
+		return err
+	}
+	webhooks := []anchorWebhook{{Namespace: ns, Secret: anchorSecret, Service: webhookService, CertDir: filepath.Join(b.work, "cc-certs", ns), CRDs: crdNames(ns, 1)}}
+	cc, err := b.startAnchor("p5", webhooks)
+	if err != nil {
+		return err
+	}
+	defer cc.stop()
+	if err := b.waitAnchorInjected(ctx, webhooks); err != nil {
+		return err
+	}
+	time.Sleep(b.sz.settle / 3)
+	ccIdle, err := steadyMemory(cc.pid(), 5, time.Second)
+	if err != nil {
+		return err
+	}
+
+	b.logf("P5: creating %d foreign Secrets and %d foreign CRDs with ~%d KB schemas", b.sz.p5Secrets, b.sz.p5CRDs, b.sz.p5SchemaKB)
+	started := time.Now()
+	for i := 0; i < b.sz.foreignNamespace; i++ {
+		if err := b.namespace(ctx, fmt.Sprintf("foreign-%d", i)); err != nil {
+			return err
+		}
+	}
+	if err := parallel(b.sz.p5Secrets, 16, func(i int) error {
+		return b.c.Create(ctx, foreignSecret(fmt.Sprintf("foreign-%d", i%b.sz.foreignNamespace), i))
+	}); err != nil {
+		return err
+	}
+	if err := parallel(b.sz.p5CRDs, 4, func(i int) error { return b.createCRD(ctx, largeCRD(i, b.sz.p5SchemaKB)) }); err != nil {
+		return err
+	}
+	created := time.Since(started)
+	b.logf("P5: created in %s; settling %s", created.Round(time.Second), b.sz.settle)
+	time.Sleep(b.sz.settle)
+	hwLoaded, err := steadyMemory(b.operator.pid(), 5, time.Second)
+	if err != nil {
+		return err
+	}
+	ccLoaded, err := steadyMemory(cc.pid(), 5, time.Second)
+	if err != nil {
+		return err
+	}
+	hwHeap, ccHeap := heapInuse(b.operator), heapInuse(cc)
+	b.report.P5 = &p5Result{HWIdle: hwIdle, HWLoaded: hwLoaded, CCIdle: ccIdle, CCLoaded: ccLoaded, HWHeap: hwHeap, CCHeap: ccHeap,
+		Secrets: b.sz.p5Secrets, CRDs: b.sz.p5CRDs, SchemaKB: b.sz.p5SchemaKB, Created: created}
+	growth := float64(hwLoaded.RSS) / float64(hwIdle.RSS)
+	vsAnchor := float64(hwLoaded.RSS) / float64(ccLoaded.RSS)
+	b.report.setRow(Row{
+		ID: "P5 idle", Measure: "Operator RSS idle (VmRSS; VmHWM)", Goal: "—",
+		Hookwright: fmt.Sprintf("%s (HWM %s)", mib(hwIdle.RSS), mib(hwIdle.HWM)),
+		Anchor:     fmt.Sprintf("%s (HWM %s)", mib(ccIdle.RSS), mib(ccIdle.HWM)), Met: "n/a",
+	})
+	b.report.setRow(Row{
+		ID: "P5 loaded", Measure: fmt.Sprintf("RSS with %d foreign Secrets and %d foreign CRDs (~%d KB schemas)", b.sz.p5Secrets, b.sz.p5CRDs, b.sz.p5SchemaKB),
+		Goal:       "≤ 1.3× idle",
+		Hookwright: fmt.Sprintf("%s (HWM %s) = %.2f× idle", mib(hwLoaded.RSS), mib(hwLoaded.HWM), growth),
+		Anchor:     fmt.Sprintf("%s (HWM %s) = %.2f× idle", mib(ccLoaded.RSS), mib(ccLoaded.HWM), float64(ccLoaded.RSS)/float64(ccIdle.RSS)),
+		Met:        metText(growth <= 1.3),
+	})
+	b.report.setRow(Row{
+		ID: "P5 vs anchor", Measure: "Loaded RSS, Hookwright ÷ cert-controller", Goal: "≤ 0.5×",
+		Hookwright: fmt.Sprintf("%.2f×", vsAnchor), Anchor: "1×", Met: metText(vsAnchor <= 0.5),
+	})
+	b.logf("P5: Hookwright %s → %s; cert-controller %s → %s", mib(hwIdle.RSS), mib(hwLoaded.RSS), mib(ccIdle.RSS), mib(ccLoaded.RSS))
+	return nil
+}
+
+// heapInuse reads go_memstats_heap_inuse_bytes from the process's metrics.
+func heapInuse(p *process) int64 {
+	m, err := p.metrics()
+	if err != nil {
+		return 0
+	}
+	return int64(m.sum("go_memstats_heap_inuse_bytes"))
+}

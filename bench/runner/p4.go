@@ -1,0 +1,223 @@
+package runner
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"time"
+
+	"k8s.io/apimachinery/pkg/types"
+
+	v1alpha1 "github.com/hookwright/hookwright/api/v1alpha1"
+)
+
+// p4Size is one P4 batch: N installs (two CRDs each) created at once.
+type p4Size struct {
+	N, Converged     int
+	Seconds          float64 // first create → last ConversionVerified
+	CreateSeconds    float64 // how long creating the N installs took
+	Writes, DryRuns  int
+	Breakdown        string
+	Reconciles       float64
+	ReconcileMean    float64 // s per reconcile
+	QueueWaitMean    float64 // s an item waited in the workqueue
+	BusyFraction     float64 // share of the window the API server was serving the operator
+	ApplyP50         float64 // create → verified per install
+	ApplyP99         float64
+	StandInP50       float64 // Deployment written by the operator → available (the pod stand-in's share)
+	Concurrency      float64
+	TimedOut         bool
+	StandInPerDeploy []float64 `json:"-"`
+}
+
+// p4 creates N installs at once for each size and times convergence; the
+// writes are the operator's, as the audit log records them.
+func (b *bench) p4(ctx context.Context) error {
+	r := b.report
+	r.P4 = &p4Result{}
+	for idx, n := range b.sz.p4 {
+		res, err := b.p4Batch(ctx, n, idx == len(b.sz.p4)-1)
+		if res != nil {
+			r.P4.Sizes = append(r.P4.Sizes, *res)
+		}
+		if err != nil {
+			return err
+		}
+		if res.TimedOut {
+			break
+		}
+	}
+	b.p4Rows()
+	return nil
+}
+
+func (b *bench) p4Batch(ctx context.Context, n int, last bool) (*p4Size, error) {
+	nss := names(fmt.Sprintf("p4-%d-%%04d", n), n)
+	b.logf("P4 N=%d: preparing %d namespaces with two CRDs each", n, n)
+	prepStart := time.Now()
+	if err := parallel(n, 8, func(i int) error {
+		ns := nss[i]
+		if err := b.namespace(ctx, ns); err != nil {
+			return err
+		}
+		b.cluster.Kubelet.Serve(ns, webhookDeployment, converterHost{})
+		for _, kind := range crdKinds {
+			if err := b.createCRD(ctx, convertedCRD(ns, kind, nil)); err != nil {
+				return err
+			}
+		}
+		return nil
+	}); err != nil {
+		return nil, err
+	}
+	b.logf("P4 N=%d: %d CRDs ready in %s", n, 2*n, time.Since(prepStart).Round(time.Second))
+
+	// The largest size gets what the budget leaves after the later measures.
+	limit := b.sz.p4MaxPerSize
+	if left := time.Until(b.deadline) - b.sz.reserveAfterP4; left < limit {
+		limit = max(left, time.Minute)
+	}
+	m0, err := b.operator.metrics()
+	if err != nil {
+		return nil, err
+	}
+	mark, err := b.audit.mark()
+	if err != nil {
+		return nil, err
+	}
+	keys := make([]types.NamespacedName, n)
+	t0 := time.Now()
+	if err := parallel(n, 16, func(i int) error {
+		keys[i] = types.NamespacedName{Namespace: nss[i], Name: installName}
+		return b.c.Create(ctx, webhookInstall(nss[i], crdNames(nss[i], 2), v1alpha1.CertificatePolicy{}))
+	}); err != nil {
+		return nil, err
+	}
+	res := &p4Size{N: n, CreateSeconds: time.Since(t0).Seconds()}
+	b.logf("P4 N=%d: created in %s; waiting up to %s for every install to be verified", n, secs(res.CreateSeconds), limit.Round(time.Second))
+	done, waitErr := b.observer.waitAll(ctx, b.observer.verified, keys, t0.Add(limit))
+	res.Converged = done
+	end := time.Now()
+	if waitErr == nil {
+		end = t0
+		for _, k := range keys {
+			if t, _ := b.observer.get(b.observer.verified, k); t.After(end) {
+				end = t
+			}
+		}
+	} else {
+		res.TimedOut = true
+		b.logf("P4 N=%d: %d of %d verified when the time limit (%s) ran out", n, done, n, limit.Round(time.Second))
+	}
+	res.Seconds = end.Sub(t0).Seconds()
+
+	events, err := b.audit.waitQuiet(mark, operatorUser, 2*time.Second, 20*time.Second)
+	if err != nil {
+		return res, err
+	}
+	writes := writesOf(events)
+	res.Writes, res.DryRuns, res.Breakdown = len(writes), dryRunsOf(events), breakdown(writes)
+	var window []auditEvent
+	deploymentWritten := map[string]time.Time{}
+	for _, e := range events {
+		if !e.Received.After(end) {
+			window = append(window, e)
+		}
+		if e.isWrite() && e.ObjectRef.Resource == "deployments" {
+			if _, seen := deploymentWritten[e.ObjectRef.Namespace]; !seen {
+				deploymentWritten[e.ObjectRef.Namespace] = e.Received
+			}
+		}
+	}
+	res.BusyFraction = busyTime(window).Seconds() / end.Sub(t0).Seconds()
+	var applyToVerified, standIn []float64
+	for _, k := range keys {
+		verified, ok := b.observer.get(b.observer.verified, k)
+		if !ok {
+			continue
+		}
+		if created, ok := b.observer.get(b.observer.created, k); ok {
+			applyToVerified = append(applyToVerified, verified.Sub(created).Seconds())
+		}
+		available, ok := b.observer.get(b.observer.available, types.NamespacedName{Namespace: k.Namespace, Name: webhookDeployment})
+		if written, ok2 := deploymentWritten[k.Namespace]; ok && ok2 {
+			standIn = append(standIn, available.Sub(written).Seconds())
+		}
+	}
+	res.ApplyP50, res.ApplyP99 = percentile(applyToVerified, 50), percentile(applyToVerified, 99)
+	res.StandInP50 = percentile(standIn, 50)
+	if m1, err := b.operator.metrics(); err == nil {
+		const ctl = "webhookinstall"
+		res.Reconciles = m1.sum("controller_runtime_reconcile_total", "controller", ctl) - m0.sum("controller_runtime_reconcile_total", "controller", ctl)
+		dt := m1.sum("controller_runtime_reconcile_time_seconds_sum", "controller", ctl) - m0.sum("controller_runtime_reconcile_time_seconds_sum", "controller", ctl)
+		dc := m1.sum("controller_runtime_reconcile_time_seconds_count", "controller", ctl) - m0.sum("controller_runtime_reconcile_time_seconds_count", "controller", ctl)
+		res.ReconcileMean = dt / dc
+		qt := m1.sum("workqueue_queue_duration_seconds_sum", "name", ctl) - m0.sum("workqueue_queue_duration_seconds_sum", "name", ctl)
+		qc := m1.sum("workqueue_queue_duration_seconds_count", "name", ctl) - m0.sum("workqueue_queue_duration_seconds_count", "name", ctl)
+		res.QueueWaitMean = qt / qc
+		res.Concurrency = m1.sum("controller_runtime_max_concurrent_reconciles", "controller", ctl)
+	}
+	b.logf("P4 N=%d: %d/%d converged in %s, %d writes (%.1f per install), %d dry runs", n, res.Converged, n, secs(res.Seconds), res.Writes, float64(res.Writes)/float64(n), res.DryRuns)
+	_ = last
+	return res, nil
+}
+
+// p4Rows fits time and writes against N and writes the P4 rows.
+func (b *bench) p4Rows() {
+	sizes := b.report.P4.Sizes
+	var xs, ts, ws []float64
+	for _, s := range sizes {
+		if s.TimedOut {
+			continue
+		}
+		xs = append(xs, float64(s.N))
+		ts = append(ts, s.Seconds)
+		ws = append(ws, float64(s.Writes))
+	}
+	p := b.report.P4
+	p.TimeA, p.TimeB, p.TimeR2 = linearFit(xs, ts)
+	p.WriteA, p.WriteB, p.WriteR2 = linearFit(xs, ws)
+	var cells []string
+	for _, s := range sizes {
+		cell := fmt.Sprintf("N=%d: %s", s.N, secs(s.Seconds))
+		if s.TimedOut {
+			cell = fmt.Sprintf("N=%d: %d of %d in %s (time limit)", s.N, s.Converged, s.N, secs(s.Seconds))
+		}
+		cells = append(cells, cell)
+	}
+	largest := sizes[len(sizes)-1]
+	// Linear: the per-install cost at the largest size is within 1.5x of
+	// that at the smallest (a quadratic step would grow it ~N-fold).
+	first := sizes[0]
+	perFirst, perLargest := first.Seconds/float64(first.N), largest.Seconds/float64(largest.N)
+	linear := !largest.TimedOut && perLargest <= 1.5*perFirst
+	p.Linear = linear
+	within := !largest.TimedOut && largest.N >= 1000 && largest.Seconds <= 60
+	if b.opts.Smoke {
+		within = !largest.TimedOut
+	}
+	b.report.setRow(Row{
+		ID: "P4", Measure: "Converge N installs (2 CRDs each) created at once",
+		Goal: "1,000 in ≤ 60 s", Hookwright: joinCells(cells), Anchor: "—",
+		Met: metText(within),
+	})
+	b.report.setRow(Row{
+		ID: "P4 fit", Measure: "Growth per install (least squares over N)",
+		Goal: "linear",
+		Hookwright: fmt.Sprintf("%s + %.1f ms/install (R² %.3f); %.1f writes/install + %.0f (R² %.3f)",
+			secs(p.TimeA), p.TimeB*1000, p.TimeR2, p.WriteB, p.WriteA, p.WriteR2),
+		Anchor: "—",
+		Met:    metText(linear && !math.IsNaN(p.TimeB)),
+	})
+}
+
+func joinCells(cells []string) string {
+	out := ""
+	for i, c := range cells {
+		if i > 0 {
+			out += "; "
+		}
+		out += c
+	}
+	return out
+}

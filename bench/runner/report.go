@@ -1,0 +1,281 @@
+package runner
+
+import (
+	"fmt"
+	"math"
+	"sort"
+	"strings"
+	"time"
+)
+
+// Row is one line of the results table.
+type Row struct {
+	ID, Measure, Goal, Hookwright, Anchor, Met string
+}
+
+// RowIDs are the rows every complete run has, in table order.
+var RowIDs = []string{"P1", "P2", "P3", "P4", "P4 fit", "P5 idle", "P5 loaded", "P5 vs anchor", "Cert ECDSA-P256", "Cert ECDSA-P384", "Cert RSA-2048"}
+
+// Report is a run's results.
+type Report struct {
+	Started     time.Time
+	Duration    time.Duration
+	Cores       int
+	Smoke       bool
+	GoVersion   string
+	KubeVersion string
+	Rows        []Row
+	Failures    []string
+
+	P1               *p1Result
+	P2               *p2Result
+	P3               *p3Result
+	P4               *p4Result
+	P5               *p5Result
+	CertBench        map[string]float64
+	CertBenchCommand string
+}
+
+type p1Result struct {
+	N                        int
+	HW, HWApply, CC, CCApply []time.Duration
+	HWWarmup, CCWarmup       time.Duration // the uncounted first install of each
+	RequestsP50, BusyP50     float64       // operator requests in the window, API server time on them
+	Slowest                  string
+	SlowestTimeline          []string
+}
+
+type p2Result struct {
+	Delays   []time.Duration
+	Installs int
+	Period   time.Duration
+}
+
+type p3Result struct {
+	Installs, Succeeded, Writes, DryRuns, Reads int
+	Breakdown                                   string
+	Resync                                      time.Duration
+	Reconciles                                  float64
+}
+
+type p4Result struct {
+	Sizes                   []p4Size
+	TimeA, TimeB, TimeR2    float64
+	WriteA, WriteB, WriteR2 float64
+	Linear                  bool
+}
+
+type p5Result struct {
+	HWIdle, HWLoaded, CCIdle, CCLoaded memory
+	HWHeap, CCHeap                     int64
+	Secrets, CRDs, SchemaKB            int
+	Created                            time.Duration
+}
+
+func (r *Report) setRow(row Row) {
+	for i := range r.Rows {
+		if r.Rows[i].ID == row.ID {
+			r.Rows[i] = row
+			return
+		}
+	}
+	r.Rows = append(r.Rows, row)
+}
+
+func (r *Report) amendRow(id string, fn func(*Row)) {
+	for i := range r.Rows {
+		if r.Rows[i].ID == id {
+			fn(&r.Rows[i])
+		}
+	}
+}
+
+// Row returns the row id, if the run produced it.
+func (r *Report) Row(id string) (Row, bool) {
+	for _, row := range r.Rows {
+		if row.ID == id {
+			return row, true
+		}
+	}
+	return Row{}, false
+}
+
+// Markdown renders the report: the table, then how each figure was
+// measured, then the evidence for every goal not met.
+func (r *Report) Markdown() string {
+	var s strings.Builder
+	w := func(format string, args ...any) { fmt.Fprintf(&s, format+"\n", args...) }
+	title := "Hookwright benchmark results"
+	if r.Smoke {
+		title += " (SMOKE MODE: tiny sizes, the figures mean nothing)"
+	}
+	w("# %s", title)
+	w("")
+	w("Measured %s on %d cores (%s, kube-apiserver %s), in one run of %s. Reproduce with `make bench` (writes this file).",
+		r.Started.UTC().Format("2006-01-02 15:04 MST"), r.Cores, r.GoVersion, r.KubeVersion, r.Duration.Round(time.Second))
+	w("")
+	w("The anchor is open-policy-agent/cert-controller v0.16.0 in a minimal manager of ours (bench/certcontroller), run against the same control plane in the same run. Both operators run as separate processes; API writes are counted from the API server's audit log (level Metadata), memory from /proc/<pid>/status.")
+	w("")
+	w("| | Measure | Goal | Hookwright | cert-controller v0.16.0 | Met |")
+	w("|---|---|---|---|---|---|")
+	ordered := append([]Row(nil), r.Rows...)
+	order := map[string]int{}
+	for i, id := range RowIDs {
+		order[id] = i
+	}
+	sort.SliceStable(ordered, func(i, j int) bool { return order[ordered[i].ID] < order[ordered[j].ID] })
+	for _, row := range ordered {
+		w("| %s | %s | %s | %s | %s | %s |", row.ID, row.Measure, row.Goal, orDash(row.Hookwright), orDash(row.Anchor), row.Met)
+	}
+	for _, id := range RowIDs {
+		if _, ok := r.Row(id); !ok {
+			w("| %s | not measured in this run (see failures) | | | | **no** |", id)
+		}
+	}
+	if len(r.Failures) > 0 {
+		w("")
+		w("**Failures in this run:**")
+		w("")
+		for _, f := range r.Failures {
+			w("- %s", strings.ReplaceAll(f, "\n", " "))
+		}
+	}
+	r.details(w)
+	return s.String()
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "—"
+	}
+	return s
+}
+
+func (r *Report) details(w func(string, ...any)) {
+	w("")
+	w("## How each figure is measured")
+	w("")
+	if p := r.P1; p != nil {
+		w("**P1.** Each install gets its own namespace, with its CRD (two served versions) already established and the pod stand-in ready to run its webhook. Hookwright: a WebhookInstall is created, and the time runs from the moment the driver's watch sees the webhook Deployment available (written by the kubelet stand-in) to the moment it sees ConversionVerified=True. cert-controller: one rotator per webhook (as each operator embeds its own), its Secret shipped empty and its CRD shipped pointing at the Service, as cert-controller requires; the Deployment and Service are created, and the time runs from the Deployment available to the first conversion the API server completes through the webhook (a server-side dry-run create at v2, retried every 5 ms), as cert-controller verifies nothing itself and injected the caBundle at its start. Installs are applied one at a time, after one warm-up install each that is not counted (the first conversion through a new webhook pays the test ground's cold paths): it took %s for Hookwright and %s for cert-controller.", ms(p.HWWarmup.Seconds()), ms(p.CCWarmup.Seconds()))
+		w("")
+		w("| | p50 | p90 | p99 | max | apply → ready p50 |")
+		w("|---|---|---|---|---|---|")
+		for _, row := range []struct {
+			name         string
+			avail, apply []time.Duration
+		}{{"Hookwright", p.HW, p.HWApply}, {"cert-controller", p.CC, p.CCApply}} {
+			if len(row.avail) == 0 {
+				continue
+			}
+			d := durations(row.avail)
+			w("| %s | %s | %s | %s | %s | %s |", row.name, ms(percentile(d, 50)), ms(percentile(d, 90)), ms(percentile(d, 99)), ms(percentile(d, 100)), ms(percentile(durations(row.apply), 50)))
+		}
+		w("")
+	}
+	if p := r.P2; p != nil {
+		d := durations(p.Delays)
+		w("**P2.** %d installs with servingLifetime %s and renewBefore %s renew their serving certificate every %s. A renewal is due at the replaced certificate's NotAfter minus renewBefore; it starts with the operator's write of the new serving Secret, timed by the API server (audit requestReceivedTimestamp). Delays: p50 %s, p90 %s, max %s over %d renewals (negative: started before the due second).",
+			p.Installs, r.p2Lifetime(), r.p2RenewBefore(), p.Period, ms(percentile(d, 50)), ms(percentile(d, 90)), ms(percentile(d, 100)), len(d))
+		w("")
+	}
+	if p := r.P3; p != nil {
+		w("**P3.** The operator is restarted over %d installs (%d Succeeded): its fresh caches hand every install to the reconciler once, as a periodic resync does. Writes are the operator's create/update/patch/delete requests in the audit log from the restart until 3 s without one: %d (%s); it also made %d reads (get/list) and %d dry runs; %0.f reconciles, %s from restart to the last install reconciled.",
+			p.Installs, p.Succeeded, p.Writes, p.Breakdown, p.Reads, p.DryRuns, p.Reconciles, p.Resync.Round(time.Millisecond))
+		w("")
+	}
+	if p := r.P4; p != nil {
+		w("**P4.** For each N, N namespaces each get two established CRDs and a ready pod stand-in; then N WebhookInstalls are created at once (16 concurrent creates), and the time runs from the first create to the last ConversionVerified=True seen. Writes are the operator's, from the audit log, until 2 s without one (dry-run verifications counted apart). Batches run in order; earlier batches stay installed (idle).")
+		w("")
+		w("| N | converged | time | per install | writes | writes/install | dry runs | reconciles | mean reconcile | mean queue wait | API busy with operator | create → verified p50 / p99 | stand-in share p50 |")
+		w("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+		for _, s := range p.Sizes {
+			w("| %d | %d | %s | %s | %d | %.1f | %d | %.0f | %s | %s | %.0f%% | %s / %s | %s |", s.N, s.Converged, secs(s.Seconds), ms(s.Seconds/float64(s.N)),
+				s.Writes, float64(s.Writes)/float64(s.N), s.DryRuns, s.Reconciles, ms(s.ReconcileMean), ms(s.QueueWaitMean), 100*s.BusyFraction,
+				secs(s.ApplyP50), secs(s.ApplyP99), ms(s.StandInP50))
+		}
+		w("")
+		w("Fit over the converged sizes: time = %s + %.1f ms × N (R² %.3f); writes = %.0f + %.2f × N (R² %.3f). \"Linear\" means the per-install time at the largest N is within 1.5× of that at the smallest: %v.",
+			secs(p.TimeA), p.TimeB*1000, p.TimeR2, p.WriteA, p.WriteB, p.WriteR2, p.Linear)
+		w("")
+		for _, s := range p.Sizes {
+			w("- N=%d writes by kind: %s", s.N, s.Breakdown)
+		}
+		if len(p.Sizes) > 0 && p.Sizes[0].Concurrency > 0 {
+			w("")
+			w("The operator ran %0.f concurrent reconcile(s) (controller_runtime_max_concurrent_reconciles).", p.Sizes[0].Concurrency)
+		}
+		w("")
+	}
+	if p := r.P5; p != nil {
+		w("**P5.** RSS is VmRSS from /proc/<pid>/status, the median of 5 samples 1 s apart once settled; HWM is VmHWM. Idle: after P3's restart, with every install present. Loaded: after creating %d foreign Secrets (2 KiB each, 10 namespaces) and %d foreign CRDs (~%d KB schema each) in %s, and %s to settle. cert-controller runs one rotator for one webhook (its smallest deployment) in the same cluster at the same moments. Go heap in use when loaded: Hookwright %s, cert-controller %s.",
+			p.Secrets, p.CRDs, p.SchemaKB, p.Created.Round(time.Second), r.p5Settle(), mib(p.HWHeap), mib(p.CCHeap))
+		w("")
+	}
+	if len(r.CertBench) > 0 {
+		var names []string
+		for n := range r.CertBench {
+			names = append(names, n)
+		}
+		sort.Strings(names)
+		w("**Cert issuance.** `%s` (key generation, signing, PEM encoding):", r.CertBenchCommand)
+		w("")
+		for _, n := range names {
+			w("- %s: %.0f ns/op (%s)", n, r.CertBench[n], ms(r.CertBench[n]/1e9))
+		}
+		w("")
+	}
+	r.evidence(w)
+}
+
+// evidence explains every goal the run did not meet, from the audit log
+// and the operator's own metrics.
+func (r *Report) evidence(w func(string, ...any)) {
+	var notes []string
+	if row, ok := r.Row("P1"); ok && row.Met != "yes" && r.P1 != nil {
+		p := r.P1
+		note := fmt.Sprintf("**P1.** Audit log, per install, between the Deployment seen available and ConversionVerified=True seen: the operator made %.0f requests at the median (the API server spent %s on them). Slowest install: %s; its requests, timed from the Deployment available (audit requestReceivedTimestamp, server time on the request, status):\n",
+			p.RequestsP50, ms(p.BusyP50), p.Slowest)
+		for _, line := range p.SlowestTimeline {
+			note += "\n    " + line
+		}
+		notes = append(notes, note)
+	}
+	if row, ok := r.Row("P3"); ok && row.Met != "yes" && r.P3 != nil {
+		notes = append(notes, fmt.Sprintf("**P3.** The audit log shows the writes of the resync: %s.", r.P3.Breakdown))
+	}
+	if p := r.P4; p != nil && len(p.Sizes) > 0 {
+		row, _ := r.Row("P4")
+		fit, _ := r.Row("P4 fit")
+		if row.Met != "yes" || fit.Met != "yes" {
+			last := p.Sizes[len(p.Sizes)-1]
+			notes = append(notes, fmt.Sprintf("**P4.** At N=%d the operator ran %0.f concurrent reconcile(s); %.0f reconciles took %s each on average (%.1f per install) and queued items waited %s on average in the workqueue. The API server was serving the operator's requests %.0f%% of the wall time (union of the audit log's request intervals), so the rest is the single reconcile worker's own sequencing (and waits on the pod stand-in, whose Deployment-written → available time was %s at p50). Writes per install by kind: %s.",
+				last.N, last.Concurrency, last.Reconciles, ms(last.ReconcileMean), last.Reconciles/float64(last.N), ms(last.QueueWaitMean), 100*last.BusyFraction, ms(last.StandInP50), last.Breakdown))
+		}
+	}
+	if p := r.P5; p != nil {
+		if row, ok := r.Row("P5 loaded"); ok && row.Met != "yes" {
+			notes = append(notes, fmt.Sprintf("**P5.** Hookwright's Go heap in use when loaded: %s of %s RSS.", mib(p.HWHeap), mib(p.HWLoaded.RSS)))
+		}
+		if row, ok := r.Row("P5 vs anchor"); ok && row.Met != "yes" {
+			notes = append(notes, fmt.Sprintf("**P5 vs anchor.** Hookwright %s RSS (heap %s) against cert-controller %s (heap %s).", mib(p.HWLoaded.RSS), mib(p.HWHeap), mib(p.CCLoaded.RSS), mib(p.CCHeap)))
+		}
+	}
+	if row, ok := r.Row("P2"); ok && row.Met != "yes" && r.P2 != nil {
+		notes = append(notes, "**P2.** See the delays above; the audit log timestamps of the renewal writes are the evidence.")
+	}
+	if len(notes) == 0 {
+		return
+	}
+	w("## Goals not met: where the time, writes or memory go")
+	w("")
+	for _, n := range notes {
+		w("%s", n)
+		w("")
+	}
+}
+
+func (r *Report) p2Lifetime() string    { return sizesFor(r.Smoke).p2Lifetime.String() }
+func (r *Report) p2RenewBefore() string { return sizesFor(r.Smoke).p2RenewBefore.String() }
+func (r *Report) p5Settle() string      { return sizesFor(r.Smoke).settle.String() }
+
+var _ = math.NaN

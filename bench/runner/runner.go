@@ -1,0 +1,303 @@
+// Package runner is `make bench`: it builds the Hookwright operator and the
+// cert-controller anchor (bench/certcontroller), runs both as separate
+// processes against the test ground's control plane (internal/testcluster,
+// with its pod stand-ins and an audit log at level Metadata), drives the
+// load of each measure, and renders the results as a markdown table.
+//
+// API writes are counted from the API server's audit log, memory from
+// procfs, times from watch events seen by the driver (one clock for both
+// operators) or from the audit log's timestamps.
+package runner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"time"
+
+	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/hookwright/hookwright/internal/harness"
+	"github.com/hookwright/hookwright/internal/testcluster"
+)
+
+// The identities of the two processes, as the audit log names them.
+const (
+	operatorUser = "hookwright-operator"
+	anchorUser   = "cert-controller"
+)
+
+// Options configures a run.
+type Options struct {
+	// Smoke runs every measure at a tiny size (make test keeps the harness
+	// from rotting); the figures mean nothing.
+	Smoke bool
+	// Root is the repository; found from the working directory when empty.
+	Root string
+	// OperatorBin and AnchorBin are built into the run's folder when empty.
+	OperatorBin, AnchorBin string
+	// Budget bounds the whole run; P4's largest size gets what is left.
+	Budget time.Duration
+	// Log receives progress lines.
+	Log io.Writer
+}
+
+// sizes of the measures.
+type sizes struct {
+	p1               int
+	p2Installs       int
+	p2Rotations      int
+	p2Lifetime       time.Duration
+	p2RenewBefore    time.Duration
+	p4               []int
+	p5Secrets        int
+	p5CRDs           int
+	p5SchemaKB       int
+	settle           time.Duration
+	certBenchtime    string
+	reserveAfterP4   time.Duration
+	p4MaxPerSize     time.Duration
+	installTimeout   time.Duration
+	foreignNamespace int
+}
+
+func sizesFor(smoke bool) sizes {
+	if smoke {
+		return sizes{
+			p1: 3, p2Installs: 1, p2Rotations: 1, p2Lifetime: 20 * time.Second, p2RenewBefore: 14 * time.Second,
+			p4: []int{2, 4}, p5Secrets: 40, p5CRDs: 4, p5SchemaKB: 50, settle: 3 * time.Second,
+			certBenchtime: "1x", reserveAfterP4: time.Minute, p4MaxPerSize: 2 * time.Minute,
+			installTimeout: time.Minute, foreignNamespace: 2,
+		}
+	}
+	return sizes{
+		p1: 100, p2Installs: 10, p2Rotations: 2, p2Lifetime: 20 * time.Second, p2RenewBefore: 12 * time.Second,
+		p4: []int{100, 300, 1000}, p5Secrets: 10000, p5CRDs: 1000, p5SchemaKB: 50, settle: 15 * time.Second,
+		certBenchtime: "1s", reserveAfterP4: 4 * time.Minute, p4MaxPerSize: 10 * time.Minute,
+		installTimeout: time.Minute, foreignNamespace: 10,
+	}
+}
+
+// bench is one run's state.
+type bench struct {
+	opts     Options
+	sz       sizes
+	root     string
+	work     string
+	deadline time.Time
+	log      io.Writer
+
+	cluster  *testcluster.Cluster
+	c        client.Client
+	observer *observer
+	audit    *auditLog
+	operator *process
+	opKube   string
+	ccKube   string
+	opBin    string
+	ccBin    string
+
+	report *Report
+}
+
+// Run measures everything and returns the report (also when a measure
+// failed: its row then says so, and the error is returned too).
+func Run(ctx context.Context, opts Options) (*Report, error) {
+	if opts.Log == nil {
+		opts.Log = io.Discard
+	}
+	b := &bench{opts: opts, sz: sizesFor(opts.Smoke), log: opts.Log}
+	b.report = &Report{Started: time.Now(), Cores: runtime.NumCPU(), Smoke: opts.Smoke, GoVersion: runtime.Version(), KubeVersion: testcluster.KubeVersion}
+	budget := opts.Budget
+	if budget == 0 {
+		budget = 19 * time.Minute
+		if opts.Smoke {
+			budget = 5 * time.Minute
+		}
+	}
+	b.deadline = time.Now().Add(budget)
+	err := b.run(ctx)
+	b.report.Duration = time.Since(b.report.Started)
+	return b.report, err
+}
+
+func (b *bench) logf(format string, args ...any) {
+	fmt.Fprintf(b.log, "bench %s  %s\n", time.Now().Format("15:04:05"), fmt.Sprintf(format, args...))
+}
+
+func (b *bench) run(ctx context.Context) (retErr error) {
+	ctrllog.SetLogger(logr.Discard())
+	var err error
+	if b.root, err = repoRoot(b.opts.Root); err != nil {
+		return err
+	}
+	if b.work, err = os.MkdirTemp("", "hw-bench-"); err != nil {
+		return err
+	}
+	defer func() { _ = os.RemoveAll(b.work) }()
+
+	b.logf("building the operator and the cert-controller anchor")
+	b.opBin, b.ccBin = b.opts.OperatorBin, b.opts.AnchorBin
+	if b.opBin == "" {
+		b.opBin = filepath.Join(b.work, "hookwright")
+		if err := build(ctx, b.root, ".", b.opBin, b.log); err != nil {
+			return err
+		}
+	}
+	if b.ccBin == "" {
+		b.ccBin = filepath.Join(b.work, "certcontroller")
+		if err := build(ctx, b.root, "./bench/certcontroller", b.ccBin, b.log); err != nil {
+			return err
+		}
+	}
+
+	b.logf("cert issuance Go benchmarks (-benchtime=%s)", b.sz.certBenchtime)
+	b.record("cert", b.certBench(ctx))
+
+	b.logf("starting the control plane (kube-apiserver %s with a Metadata audit log)", testcluster.KubeVersion)
+	b.cluster, err = testcluster.Start(testcluster.Options{
+		Scheme:            harness.Scheme(),
+		CRDDirectoryPaths: []string{filepath.Join(b.root, "config", "crd", "bases")},
+		AuditLog:          true,
+	})
+	if err != nil {
+		return err
+	}
+	defer func() {
+		b.operator.stop()
+		if b.observer != nil {
+			b.observer.stop()
+		}
+		if err := b.cluster.Stop(); err != nil && retErr == nil {
+			retErr = err
+		}
+	}()
+	b.c = b.cluster.Client
+	b.audit = newAuditLog(b.cluster.AuditLogPath, operatorUser, anchorUser)
+	for user, path := range map[string]*string{operatorUser: &b.opKube, anchorUser: &b.ccKube} {
+		cfg, err := b.cluster.UserConfig(user, "system:masters")
+		if err != nil {
+			return err
+		}
+		*path = filepath.Join(b.work, user+".kubeconfig")
+		if err := writeKubeconfig(cfg, *path); err != nil {
+			return err
+		}
+	}
+	if b.observer, err = startObserver(b.cluster.Config); err != nil {
+		return err
+	}
+	if err := b.startOperator(); err != nil {
+		return err
+	}
+
+	var errs []error
+	for _, phase := range []struct {
+		name string
+		fn   func(context.Context) error
+	}{
+		{"P1 Hookwright", b.p1Hookwright},
+		{"P1 cert-controller", b.p1Anchor},
+		{"P2", b.p2},
+		{"P4", b.p4},
+		{"P3", b.p3},
+		{"P5", b.p5},
+	} {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		b.logf("== %s", phase.name)
+		if err := phase.fn(ctx); err != nil {
+			b.logf("%s FAILED: %v", phase.name, err)
+			errs = append(errs, fmt.Errorf("%s: %w", phase.name, err))
+			b.record(phase.name, err)
+		}
+		if err := b.operator.alive(); err != nil {
+			return errors.Join(append(errs, err)...)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// record notes a failed measure in the report.
+func (b *bench) record(name string, err error) {
+	if err != nil {
+		b.report.Failures = append(b.report.Failures, fmt.Sprintf("%s: %v", name, err))
+	}
+}
+
+func (b *bench) startOperator() error {
+	p, err := startProcess("hookwright", b.opBin, b.opKube, filepath.Join(b.work, fmt.Sprintf("hookwright-%d.log", time.Now().UnixNano())),
+		"--leader-elect=false", "--health-probe-bind-address=0")
+	if err != nil {
+		return err
+	}
+	b.operator = p
+	return nil
+}
+
+// namespace creates a namespace.
+func (b *bench) namespace(ctx context.Context, name string) error {
+	err := b.c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}})
+	if apierrors.IsAlreadyExists(err) {
+		return nil
+	}
+	return err
+}
+
+// createCRD creates a CRD and waits until it is established.
+func (b *bench) createCRD(ctx context.Context, crd *apiextensionsv1.CustomResourceDefinition) error {
+	if err := b.c.Create(ctx, crd); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("creating CRD %s: %w", crd.Name, err)
+	}
+	deadline := time.Now().Add(2 * time.Minute)
+	for {
+		got := &apiextensionsv1.CustomResourceDefinition{}
+		if err := b.c.Get(ctx, client.ObjectKey{Name: crd.Name}, got); err == nil {
+			for _, c := range got.Status.Conditions {
+				if c.Type == apiextensionsv1.Established && c.Status == apiextensionsv1.ConditionTrue {
+					return nil
+				}
+			}
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("CRD %s not established within 2 minutes", crd.Name)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+// repoRoot is root, or the folder above the working directory holding
+// this module's go.mod.
+func repoRoot(root string) (string, error) {
+	if root != "" {
+		return filepath.Abs(root)
+	}
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for d := dir; ; d = filepath.Dir(d) {
+		if raw, err := os.ReadFile(filepath.Join(d, "go.mod")); err == nil && strings.HasPrefix(string(raw), "module github.com/hookwright/hookwright\n") {
+			return d, nil
+		}
+		if filepath.Dir(d) == d {
+			return "", fmt.Errorf("no hookwright module above %s", dir)
+		}
+	}
+}

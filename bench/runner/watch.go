@@ -1,0 +1,195 @@
+package runner
+
+import (
+	"context"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/rest"
+	toolscache "k8s.io/client-go/tools/cache"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	v1alpha1 "github.com/hookwright/hookwright/api/v1alpha1"
+	"github.com/hookwright/hookwright/certs"
+	"github.com/hookwright/hookwright/controllers/desired"
+	"github.com/hookwright/hookwright/internal/harness"
+)
+
+// observer records, through watches, when the benchmark's objects reach the
+// states it times: a Deployment available, an install's conversion
+// verified, each serving certificate Hookwright published. Times are this
+// process's clock at the watch event, for the operators and the anchor alike.
+type observer struct {
+	mu        sync.Mutex
+	available map[types.NamespacedName]time.Time // Deployment first Available=True
+	verified  map[types.NamespacedName]time.Time // install first ConversionVerified=True
+	created   map[types.NamespacedName]time.Time // install first seen
+	serving   map[types.NamespacedName][]servingCert
+	phases    map[types.NamespacedName]v1alpha1.InstallPhase
+	stop      context.CancelFunc
+}
+
+// servingCert is one serving certificate seen in a Hookwright Secret.
+type servingCert struct {
+	fingerprint string
+	notAfter    time.Time
+	seen        time.Time
+}
+
+func startObserver(cfg *rest.Config) (*observer, error) {
+	managed := labels.SelectorFromSet(labels.Set{desired.LabelManagedBy: desired.ManagedByValue})
+	c, err := cache.New(cfg, cache.Options{Scheme: harness.Scheme(), ByObject: map[client.Object]cache.ByObject{
+		&corev1.Secret{}: {Label: managed},
+	}})
+	if err != nil {
+		return nil, err
+	}
+	o := &observer{
+		available: map[types.NamespacedName]time.Time{}, verified: map[types.NamespacedName]time.Time{},
+		created: map[types.NamespacedName]time.Time{}, serving: map[types.NamespacedName][]servingCert{},
+		phases: map[types.NamespacedName]v1alpha1.InstallPhase{},
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	o.stop = cancel
+	handlers := map[client.Object]func(obj any){
+		&appsv1.Deployment{}:       o.deployment,
+		&v1alpha1.WebhookInstall{}: o.install,
+		&corev1.Secret{}:           o.secret,
+	}
+	for obj, handle := range handlers {
+		inf, err := c.GetInformer(ctx, obj)
+		if err != nil {
+			cancel()
+			return nil, err
+		}
+		handle := handle
+		if _, err := inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+			AddFunc:    handle,
+			UpdateFunc: func(_, obj any) { handle(obj) },
+		}); err != nil {
+			cancel()
+			return nil, err
+		}
+	}
+	go func() { _ = c.Start(ctx) }()
+	if !c.WaitForCacheSync(ctx) {
+		cancel()
+		return nil, errors.New("the observer's caches did not sync")
+	}
+	return o, nil
+}
+
+func (o *observer) deployment(obj any) {
+	dep, ok := obj.(*appsv1.Deployment)
+	if !ok || dep.Status.AvailableReplicas < 1 {
+		return
+	}
+	for _, c := range dep.Status.Conditions {
+		if c.Type == appsv1.DeploymentAvailable && c.Status == corev1.ConditionTrue {
+			o.first(o.available, client.ObjectKeyFromObject(dep))
+		}
+	}
+}
+
+func (o *observer) install(obj any) {
+	whi, ok := obj.(*v1alpha1.WebhookInstall)
+	if !ok {
+		return
+	}
+	key := client.ObjectKeyFromObject(whi)
+	o.first(o.created, key)
+	o.mu.Lock()
+	o.phases[key] = whi.Status.Phase
+	o.mu.Unlock()
+	c := meta.FindStatusCondition(whi.Status.Conditions, v1alpha1.TypeConversionVerified)
+	if c != nil && c.Status == "True" && c.ObservedGeneration == whi.Generation {
+		o.first(o.verified, key)
+	}
+}
+
+func (o *observer) secret(obj any) {
+	s, ok := obj.(*corev1.Secret)
+	if !ok || s.Type != corev1.SecretTypeTLS {
+		return
+	}
+	cert, err := certs.ParseCert(s.Data["tls.crt"])
+	if err != nil || cert.IsCA {
+		return
+	}
+	o.addServing(client.ObjectKeyFromObject(s), cert)
+}
+
+func (o *observer) addServing(key types.NamespacedName, cert *x509.Certificate) {
+	fp := certs.Fingerprint(cert)
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	for _, seen := range o.serving[key] {
+		if seen.fingerprint == fp {
+			return
+		}
+	}
+	o.serving[key] = append(o.serving[key], servingCert{fingerprint: fp, notAfter: cert.NotAfter, seen: time.Now()})
+}
+
+func (o *observer) first(m map[types.NamespacedName]time.Time, key types.NamespacedName) {
+	now := time.Now()
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if _, seen := m[key]; !seen {
+		m[key] = now
+	}
+}
+
+func (o *observer) get(m map[types.NamespacedName]time.Time, key types.NamespacedName) (time.Time, bool) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	t, ok := m[key]
+	return t, ok
+}
+
+func (o *observer) servingCerts(key types.NamespacedName) []servingCert {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return append([]servingCert(nil), o.serving[key]...)
+}
+
+func (o *observer) phase(key types.NamespacedName) v1alpha1.InstallPhase {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.phases[key]
+}
+
+// waitAll waits until every key is in m, up to deadline; it returns how
+// many were.
+func (o *observer) waitAll(ctx context.Context, m map[types.NamespacedName]time.Time, keys []types.NamespacedName, deadline time.Time) (int, error) {
+	for {
+		o.mu.Lock()
+		done := 0
+		for _, k := range keys {
+			if _, ok := m[k]; ok {
+				done++
+			}
+		}
+		o.mu.Unlock()
+		if done == len(keys) {
+			return done, nil
+		}
+		if time.Now().After(deadline) {
+			return done, fmt.Errorf("%d of %d reached the state in time", done, len(keys))
+		}
+		select {
+		case <-ctx.Done():
+			return done, ctx.Err()
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+}
