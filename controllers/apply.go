@@ -8,6 +8,7 @@ import (
 	"k8s.io/klog/v2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	v1alpha1 "github.com/hookwright/hookwright/api/v1alpha1"
 	"github.com/hookwright/hookwright/controllers/desired"
 )
 
@@ -37,4 +38,26 @@ func (r *WebhookInstallReconciler) refuseForeign(ctx context.Context, obj client
 		return nil // ours, the cache has not caught up yet
 	}
 	return fmt.Errorf("%T %s/%s exists and is not managed by Hookwright: rename or delete it", obj, namespace, name)
+}
+
+// checkBelongs stops the install when an object it needs by name belongs
+// to another WebhookInstall of the namespace. Two installs never share a
+// Deployment, Service or Secret, except that an install adopts the objects
+// of the install it replaces (an upgrade usually keeps the deployment
+// name): its next write relabels them and moves their owner reference.
+func checkBelongs(s *installState, kind string, obj client.Object) error {
+	owner := obj.GetLabels()[desired.LabelInstall]
+	if owner == "" || owner == s.install.Name || owner == s.install.Spec.Replaces {
+		return nil
+	}
+	err := fmt.Errorf("%s %s/%s belongs to WebhookInstall %s/%s; two installs cannot share it: rename the deployment in this install, or set spec.replaces: %s if this install upgrades that one",
+		kind, obj.GetNamespace(), obj.GetName(), obj.GetNamespace(), owner, owner)
+	s.stop(v1alpha1.PhaseFailed, v1alpha1.ReasonNameTaken, err.Error())
+	return err
+}
+
+// adopted reports that obj belongs to the install this one replaces.
+func adopted(s *installState, obj client.Object) bool {
+	owner := obj.GetLabels()[desired.LabelInstall]
+	return s.install.Spec.Replaces != "" && owner == s.install.Spec.Replaces
 }

@@ -108,11 +108,14 @@ func pointsAtInstall(crd *apiextensionsv1.CustomResourceDefinition, install *v1a
 // deleteOwned deletes the Deployments, Services and Secrets made for the
 // install. Owner references would let the garbage collector do it too;
 // deleting explicitly makes cleanup complete before the finalizer goes.
+// The list is live and each delete has the listed resourceVersion as a
+// precondition: an object a replacing install has just adopted (relabeled)
+// is never deleted on a stale view.
 func (r *WebhookInstallReconciler) deleteOwned(ctx context.Context, install *v1alpha1.WebhookInstall) error {
 	selector := client.MatchingLabels{desired.LabelInstall: install.Name, desired.LabelManagedBy: desired.ManagedByValue}
 	var errs []error
 	for _, list := range []client.ObjectList{&appsv1.DeploymentList{}, &corev1.ServiceList{}, &corev1.SecretList{}} {
-		if err := r.Client.List(ctx, list, client.InNamespace(install.Namespace), selector); err != nil {
+		if err := r.APIReader.List(ctx, list, client.InNamespace(install.Namespace), selector); err != nil {
 			return err
 		}
 		items, err := metaItems(list)
@@ -120,7 +123,9 @@ func (r *WebhookInstallReconciler) deleteOwned(ctx context.Context, install *v1a
 			return err
 		}
 		for _, obj := range items {
-			if err := r.Client.Delete(ctx, obj); err != nil && !apierrors.IsNotFound(err) {
+			rv, uid := obj.GetResourceVersion(), obj.GetUID()
+			err := r.Client.Delete(ctx, obj, client.Preconditions{UID: &uid, ResourceVersion: &rv})
+			if err != nil && !apierrors.IsNotFound(err) {
 				errs = append(errs, err)
 			}
 		}

@@ -3,23 +3,19 @@ package controllers_test
 import (
 	"context"
 	"encoding/json"
-	"strings"
 
 	. "github.com/onsi/gomega"
-	operatorsv1alpha1 "github.com/operator-framework/api/pkg/operators/v1alpha1"
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/util/intstr"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	v1alpha1 "github.com/hookwright/hookwright/api/v1alpha1"
 	"github.com/hookwright/hookwright/controllers/desired"
 	"github.com/hookwright/hookwright/internal/testcluster"
+	"github.com/hookwright/hookwright/internal/testfixtures"
 )
 
 func createNamespace(ctx context.Context) string {
@@ -54,45 +50,9 @@ func getCRD(ctx context.Context, name string) *apiextensionsv1.CustomResourceDef
 	return crd
 }
 
-// newInstall declares one webhook deployment serving crdName's conversion
-// on pod port 9443 behind Service port 443, path /convert.
+// newInstall declares one webhook deployment serving crdName's conversion.
 func newInstall(ns, name, deployment, crdName string) *v1alpha1.WebhookInstall {
-	labels := map[string]string{"app": strings.ReplaceAll(deployment, ".", "-")}
-	return &v1alpha1.WebhookInstall{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
-		Spec: v1alpha1.WebhookInstallSpec{
-			Version:      "1.0.0",
-			InstallModes: []operatorsv1alpha1.InstallMode{{Type: operatorsv1alpha1.InstallModeTypeAllNamespaces, Supported: true}},
-			CustomResourceDefinitions: v1alpha1.CustomResourceDefinitions{Owned: []v1alpha1.CRDDescription{
-				{Name: crdName, Version: "v1", Kind: "Widget"},
-			}},
-			Install: v1alpha1.InstallStrategy{StrategyName: "deployment", Spec: v1alpha1.InstallStrategySpec{
-				Deployments: []operatorsv1alpha1.StrategyDeploymentSpec{{
-					Name: deployment,
-					Spec: appsv1.DeploymentSpec{
-						Replicas: ptr.To[int32](1),
-						Selector: &metav1.LabelSelector{MatchLabels: labels},
-						Template: corev1.PodTemplateSpec{
-							ObjectMeta: metav1.ObjectMeta{Labels: labels},
-							Spec: corev1.PodSpec{
-								ServiceAccountName: "widget-webhook",
-								Containers: []corev1.Container{{
-									Name: "webhook", Image: "example.com/widget-webhook:v1",
-									Ports: []corev1.ContainerPort{{Name: "webhook", ContainerPort: 9443}},
-								}},
-							},
-						},
-					},
-				}},
-			}},
-			WebhookDefinitions: []v1alpha1.WebhookDefinition{{
-				GenerateName: "widget-conversion", Type: operatorsv1alpha1.ConversionWebhook,
-				DeploymentName: deployment, ContainerPort: 443, TargetPort: ptr.To(intstr.FromInt32(9443)),
-				AdmissionReviewVersions: []string{"v1"}, WebhookPath: ptr.To("/convert"),
-				ConversionCRDs: []string{crdName},
-			}},
-		},
-	}
+	return testfixtures.WidgetInstall(ns, name, deployment, crdName)
 }
 
 // serve makes the kubelet stand-in run the widget converter for a deployment.
@@ -181,38 +141,11 @@ func condition(whi *v1alpha1.WebhookInstall, conditionType string) metav1.Condit
 	return metav1.Condition{}
 }
 
-// metricValue sums the samples of a metric on the manager's registry whose
-// labels include every given label (histograms: their sample count).
+// metricValue reads a metric of the manager's registry (testfixtures.MetricValue).
 func metricValue(name string, labels map[string]string) float64 {
-	families, err := ctrlmetrics.Registry.Gather()
+	v, err := testfixtures.MetricValue(name, labels)
 	Expect(err).NotTo(HaveOccurred())
-	total := 0.0
-	for _, f := range families {
-		if f.GetName() != name {
-			continue
-		}
-	samples:
-		for _, m := range f.GetMetric() {
-			have := map[string]string{}
-			for _, l := range m.GetLabel() {
-				have[l.GetName()] = l.GetValue()
-			}
-			for k, v := range labels {
-				if have[k] != v {
-					continue samples
-				}
-			}
-			switch {
-			case m.Counter != nil:
-				total += m.GetCounter().GetValue()
-			case m.Gauge != nil:
-				total += m.GetGauge().GetValue()
-			case m.Histogram != nil:
-				total += float64(m.GetHistogram().GetSampleCount())
-			}
-		}
-	}
-	return total
+	return v
 }
 
 // reconcileCount reads controller-runtime's own reconcile counter.

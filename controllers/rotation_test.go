@@ -3,8 +3,6 @@ package controllers_test
 import (
 	"context"
 	"fmt"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -12,63 +10,17 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1alpha1 "github.com/hookwright/hookwright/api/v1alpha1"
 	"github.com/hookwright/hookwright/certs"
 	"github.com/hookwright/hookwright/controllers/desired"
+	"github.com/hookwright/hookwright/internal/testfixtures"
 )
 
-// reader reads widgets at the non-storage version (every read converts
-// through the webhook) until stopped, counting successes and failures.
-type reader struct {
-	ok, failed atomic.Int64
-	mu         sync.Mutex
-	firstErrs  []string
-	stop       chan struct{}
-	wg         sync.WaitGroup
+func startReaders(ctx context.Context, group, ns string, names []string, workers int) *testfixtures.Reader {
+	return testfixtures.StartReaders(ctx, k8s, group, ns, names, workers)
 }
-
-func startReaders(ctx context.Context, group, ns string, names []string, workers int) *reader {
-	r := &reader{stop: make(chan struct{})}
-	for w := range workers {
-		r.wg.Add(1)
-		go func() {
-			defer GinkgoRecover()
-			defer r.wg.Done()
-			for i := 0; ; i++ {
-				select {
-				case <-r.stop:
-					return
-				case <-time.After(20 * time.Millisecond):
-				}
-				var err error
-				if i%2 == 0 {
-					list := &unstructured.UnstructuredList{}
-					list.SetAPIVersion(group + "/v2")
-					list.SetKind("WidgetList")
-					err = k8s.List(ctx, list, client.InNamespace(ns))
-				} else {
-					_, err = readWidget(ctx, group, "v2", ns, names[(w+i)%len(names)])
-				}
-				if err != nil {
-					r.failed.Add(1)
-					r.mu.Lock()
-					if len(r.firstErrs) < 5 {
-						r.firstErrs = append(r.firstErrs, err.Error())
-					}
-					r.mu.Unlock()
-					continue
-				}
-				r.ok.Add(1)
-			}
-		}()
-	}
-	return r
-}
-
-func (r *reader) halt() { close(r.stop); r.wg.Wait() }
 
 var _ = Describe("Certificate rotation", func() {
 	var ns, group, crdName string
@@ -121,15 +73,15 @@ var _ = Describe("Certificate rotation", func() {
 				g.Expect(whi.Status.Phase).To(Equal(v1alpha1.PhaseSucceeded))
 			}, 2*time.Minute, 200*time.Millisecond).Should(Succeed())
 		}
-		readers.halt()
+		readers.Halt()
 		elapsed := time.Since(started)
 
-		ok, failed := readers.ok.Load(), readers.failed.Load()
+		ok, failed := readers.OK.Load(), readers.Failed.Load()
 		report := fmt.Sprintf("%d CA + %d serving rotations in %s: %d reads ok, %d failed (%.1f reads/s), propagation delay %s",
 			caRotations, servingRotations, elapsed.Round(time.Second), ok, failed, float64(ok+failed)/elapsed.Seconds(), propagation)
 		AddReportEntry("rotation under load", report, ReportEntryVisibilityAlways)
 		fmt.Fprintln(GinkgoWriter, report)
-		Expect(failed).To(BeZero(), "failed reads: %v", readers.firstErrs)
+		Expect(failed).To(BeZero(), "failed reads: %v", readers.FirstErrors())
 		Expect(float64(ok) / elapsed.Seconds()).To(BeNumerically(">=", 20))
 
 		whi := getInstall(ctx, ns, "widgets")

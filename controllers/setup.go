@@ -39,12 +39,23 @@ func (r *WebhookInstallReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		func(obj client.Object) []string { return conversionCRDNames(obj.(*v1alpha1.WebhookInstall)) }); err != nil {
 		return err
 	}
+	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &v1alpha1.WebhookInstall{}, indexReplaces,
+		func(obj client.Object) []string {
+			if replaces := obj.(*v1alpha1.WebhookInstall).Spec.Replaces; replaces != "" {
+				return []string{replaces}
+			}
+			return nil
+		}); err != nil {
+		return err
+	}
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&v1alpha1.WebhookInstall{}).
 		Owns(&appsv1.Deployment{}).
 		Owns(&corev1.Service{}).
 		Owns(&corev1.Secret{}).
 		WatchesMetadata(&apiextensionsv1.CustomResourceDefinition{}, handler.EnqueueRequestsFromMapFunc(r.installsForCRD)).
+		// A replacement's progress (or deletion) wakes the install it replaces.
+		Watches(&v1alpha1.WebhookInstall{}, handler.EnqueueRequestsFromMapFunc(replacedInstall)).
 		Complete(r)
 }
 
@@ -59,4 +70,13 @@ func (r *WebhookInstallReconciler) installsForCRD(ctx context.Context, crd clien
 		requests = append(requests, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&installs.Items[i])})
 	}
 	return requests
+}
+
+// replacedInstall maps an install to the one its spec.replaces names.
+func replacedInstall(_ context.Context, obj client.Object) []reconcile.Request {
+	replaces := obj.(*v1alpha1.WebhookInstall).Spec.Replaces
+	if replaces == "" {
+		return nil
+	}
+	return []reconcile.Request{{NamespacedName: client.ObjectKey{Namespace: obj.GetNamespace(), Name: replaces}}}
 }

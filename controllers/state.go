@@ -24,6 +24,7 @@ type installState struct {
 
 	workloadsChecked bool     // ensureWorkloads ran to its end
 	unavailable      []string // webhook Deployments not available yet
+	rollingOut       []string // webhook Deployments not yet all on the current template
 	issuedCerts      bool
 
 	// halt stops the pipeline: the steps after it cannot run yet.
@@ -34,6 +35,28 @@ type installState struct {
 	rotations      []v1alpha1.RotationRecord // started this pass
 	rotationNotes  map[string]string         // per Service: what a rotation waits for
 	handledRequest string                    // manual rotation request carried out this pass
+	// stored is, per Service, the rotations recorded on its Secrets
+	// (desired.AnnotationRotation): the audit trail's write-ahead log.
+	stored map[string]*storedRotations
+}
+
+// storedRotations are the rotation records a Service's Secrets carry.
+type storedRotations struct {
+	caAnnotation string // kept on every later write of the CA Secret
+	records      []desired.RotationProvenance
+}
+
+// carried: one of the Service's Secrets was written for this request.
+func (st *storedRotations) carried(request string) bool {
+	if st == nil {
+		return false
+	}
+	for _, p := range st.records {
+		if request != "" && p.Request == request {
+			return true
+		}
+	}
+	return false
 }
 
 type halt struct {
@@ -66,6 +89,7 @@ type crdState struct {
 	written      bool   // spec.conversion written this pass
 	driftManager string // another manager rewrote the conversion Hookwright had configured
 	unverifiable bool   // no object to convert, and a dry-run could not reach the webhook
+	handover     bool   // owned by the install this one replaces: taken over once this one serves
 }
 
 // serviceCerts is the certificate material of one webhook Service.

@@ -2,6 +2,7 @@ package controllers
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -21,6 +22,7 @@ const maxRotationHistory = 20
 // in place, rolled out everywhere and verified through the API server.
 func rotationHistory(s *installState) []v1alpha1.RotationRecord {
 	history := append(append([]v1alpha1.RotationRecord(nil), s.install.Status.Rotations...), s.rotations...)
+	history = withStoredRotations(history, s.stored)
 	for i := range history {
 		rec := &history[i]
 		if rec.Outcome != v1alpha1.RotationInProgress {
@@ -38,6 +40,33 @@ func rotationHistory(s *installState) []v1alpha1.RotationRecord {
 	if len(history) > maxRotationHistory {
 		history = history[len(history)-maxRotationHistory:]
 	}
+	return history
+}
+
+// withStoredRotations adds the rotations recorded on the Secrets that the
+// history lacks: a crash after a certificate write and before the status
+// write. A record older than the oldest kept entry of a full history was
+// trimmed on purpose and stays out.
+func withStoredRotations(history []v1alpha1.RotationRecord, stored map[string]*storedRotations) []v1alpha1.RotationRecord {
+	services := make([]string, 0, len(stored))
+	for service := range stored {
+		services = append(services, service)
+	}
+	sort.Strings(services)
+	for _, service := range services {
+		for _, p := range stored[service].records {
+			rec := p.Record
+			if rec.Service != service || slices.ContainsFunc(history, func(h v1alpha1.RotationRecord) bool { return rotationKey(h) == rotationKey(rec) }) {
+				continue
+			}
+			if len(history) >= maxRotationHistory && rec.Started.Before(&history[0].Started) {
+				continue
+			}
+			rec.Outcome, rec.Completed = v1alpha1.RotationInProgress, nil
+			history = append(history, rec)
+		}
+	}
+	sort.SliceStable(history, func(i, j int) bool { return history[i].Started.Before(&history[j].Started) })
 	return history
 }
 

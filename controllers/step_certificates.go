@@ -87,6 +87,10 @@ func (r *WebhookInstallReconciler) planCertificates(ctx context.Context, s *inst
 	if err != nil {
 		return o, rotation.Action{}, err
 	}
+	if request := s.install.Annotations[v1alpha1.AnnotationRotate]; s.stored[service].carried(request) {
+		s.handledRequest = request // carried out before a restart lost the status write
+		return o, rotation.Plan(o), nil
+	}
 	switch kind, reason := pendingManualRotation(s.install); kind {
 	case v1alpha1.RotationCA:
 		o.ManualCA = reason
@@ -114,7 +118,7 @@ func (r *WebhookInstallReconciler) freshInstall(ctx context.Context, s *installS
 // its CRDs have trusted the next CA, and whether the Deployment rolled out.
 func (r *WebhookInstallReconciler) observeCertificates(ctx context.Context, s *installState, reader client.Reader, service, deployment string, policy certs.Policy, overlap time.Duration) (rotation.Observed, error) {
 	o := rotation.Observed{Now: s.now, Policy: policy, Overlap: overlap, DNSNames: certs.ServiceDNSNames(service, s.install.Namespace)}
-	caSecret, err := r.readSecret(ctx, reader, s.install.Namespace, desired.CASecretName(service))
+	caSecret, err := r.readSecret(ctx, s, reader, desired.CASecretName(service))
 	if err != nil {
 		return o, err
 	}
@@ -128,11 +132,12 @@ func (r *WebhookInstallReconciler) observeCertificates(ctx context.Context, s *i
 			o.PruneAt, _ = time.Parse(time.RFC3339, caSecret.Annotations[desired.AnnotationPruneAt])
 		}
 	}
-	servingSecret, err := r.readSecret(ctx, reader, s.install.Namespace, desired.ServingSecretName(service))
+	servingSecret, err := r.readSecret(ctx, s, reader, desired.ServingSecretName(service))
 	if err != nil {
 		return o, err
 	}
 	o.Serving = pairOf(servingSecret)
+	s.storeRotations(service, caSecret, servingSecret)
 	if o.Next != nil {
 		o.NextTrustedFor = r.trustedFor(s, service, o.Next.Cert)
 	}
@@ -223,9 +228,12 @@ func (r *WebhookInstallReconciler) certificateFailed(s *installState, service st
 	return fmt.Errorf("certificates of service %s: %w", service, err)
 }
 
-// readSecret reads one of Hookwright's Secrets through reader (the
-// label-selected cache, or live); a missing Secret is returned as nil.
-func (r *WebhookInstallReconciler) readSecret(ctx context.Context, reader client.Reader, namespace, name string) (*corev1.Secret, error) {
+// readSecret reads one of the install's Secrets through reader (the
+// label-selected cache, or live); a missing Secret is returned as nil. A
+// Secret of the install this one replaces is adopted first, so its CA
+// keeps being trusted across the upgrade.
+func (r *WebhookInstallReconciler) readSecret(ctx context.Context, s *installState, reader client.Reader, name string) (*corev1.Secret, error) {
+	namespace := s.install.Namespace
 	secret := &corev1.Secret{}
 	err := reader.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, secret)
 	if apierrors.IsNotFound(err) {
@@ -237,7 +245,35 @@ func (r *WebhookInstallReconciler) readSecret(ctx context.Context, reader client
 	if secret.Labels[desired.LabelManagedBy] != desired.ManagedByValue {
 		return nil, fmt.Errorf("secret %s/%s exists and is not managed by Hookwright: rename or delete it", namespace, name)
 	}
+	if err := checkBelongs(s, "secret", secret); err != nil {
+		return nil, err
+	}
+	if adopted(s, secret) {
+		return secret, r.adoptSecret(ctx, s, secret)
+	}
 	return secret, nil
+}
+
+// adoptSecret moves a Secret of the replaced install to this one: its
+// install label and controller reference, with optimistic concurrency,
+// so the replaced install's cleanup (which deletes by label, with the
+// resourceVersion as a precondition) can never delete it.
+func (r *WebhookInstallReconciler) adoptSecret(ctx context.Context, s *installState, secret *corev1.Secret) error {
+	// The cached copy may be stale; the precondition is the live version.
+	if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(secret), secret); err != nil {
+		return fmt.Errorf("reading secret %s/%s to adopt it: %w", secret.Namespace, secret.Name, err)
+	}
+	if !adopted(s, secret) {
+		return nil
+	}
+	patch := client.MergeFromWithOptions(secret.DeepCopy(), client.MergeFromWithOptimisticLock{})
+	secret.Labels[desired.LabelInstall] = s.install.Name
+	secret.OwnerReferences = []metav1.OwnerReference{*metav1.NewControllerRef(s.install, v1alpha1.GroupVersion.WithKind("WebhookInstall"))}
+	if err := r.Client.Patch(ctx, secret, patch, client.FieldOwner(desired.FieldManager)); err != nil {
+		return fmt.Errorf("adopting secret %s/%s from WebhookInstall %s: %w", secret.Namespace, secret.Name, s.install.Spec.Replaces, err)
+	}
+	r.Recorder.Eventf(s.install, secret, corev1.EventTypeNormal, "Adopted", "Adopt", "Adopted secret %s from WebhookInstall %s, which this install replaces", secret.Name, s.install.Spec.Replaces)
+	return nil
 }
 
 func pairOf(secret *corev1.Secret) *certs.KeyPair {
@@ -245,4 +281,25 @@ func pairOf(secret *corev1.Secret) *certs.KeyPair {
 		return nil
 	}
 	return &certs.KeyPair{CertPEM: secret.Data[corev1.TLSCertKey], KeyPEM: secret.Data[corev1.TLSPrivateKeyKey]}
+}
+
+// storeRotations keeps the rotation records the Service's Secrets carry.
+func (s *installState) storeRotations(service string, secrets ...*corev1.Secret) {
+	if s.stored == nil {
+		s.stored = map[string]*storedRotations{}
+	}
+	st := &storedRotations{}
+	for i, secret := range secrets {
+		if secret == nil {
+			continue
+		}
+		value := secret.Annotations[desired.AnnotationRotation]
+		if i == 0 {
+			st.caAnnotation = value
+		}
+		if p, ok := desired.DecodeRotation(value); ok {
+			st.records = append(st.records, p)
+		}
+	}
+	s.stored[service] = st
 }

@@ -32,6 +32,11 @@ const retrySoon = 200 * time.Millisecond
 // differ from what the CRD has.
 func (r *WebhookInstallReconciler) configureConversion(ctx context.Context, s *installState) error {
 	for _, c := range s.crds {
+		if c.handover {
+			if taken, err := r.takeOver(ctx, s, c); !taken || err != nil {
+				return err
+			}
+		}
 		svc := s.services[c.webhook.Service]
 		want := desired.Conversion(s.install.Namespace, c.webhook.Service, c.definition, svc.bundle())
 		if conversionEqual(c.crd.Spec.Conversion, want) {

@@ -29,6 +29,10 @@ func (r *WebhookInstallReconciler) claimOwnership(ctx context.Context, s *instal
 			if c.crd.Annotations[v1alpha1.AnnotationOwnerUID] != string(s.install.UID) {
 				toClaim = append(toClaim, c) // claimed by an earlier install of the same name
 			}
+		case owner != "" && owner == replacedRef(s.install):
+			// An upgrade: the CRD is taken over in configureConversion,
+			// once this install's own webhook serves (step_handover.go).
+			c.handover = true
 		case owner != "":
 			alive, err := r.installExists(ctx, owner)
 			if err != nil {

@@ -24,10 +24,11 @@ func (r *WebhookInstallReconciler) execute(ctx context.Context, s *installState,
 		if err != nil {
 			return err
 		}
-		if err := r.apply(ctx, desired.CASecret(s.install, service, desired.CAState{Active: ca.Pair})); err != nil {
+		record := s.rotationRecord(service, v1alpha1.RotationCA, action, fingerprintOf(o.Active), ca.Cert)
+		if err := r.apply(ctx, desired.CASecret(s.install, service, desired.CAState{Active: ca.Pair, Rotation: s.provenance(record, action)})); err != nil {
 			return err
 		}
-		s.startRotation(service, v1alpha1.RotationCA, action, fingerprintOf(o.Active), ca.Cert)
+		s.startRotation(record)
 		o.Active = ca
 		fallthrough
 	case rotation.IssueServing:
@@ -40,10 +41,11 @@ func (r *WebhookInstallReconciler) execute(ctx context.Context, s *installState,
 		if err != nil {
 			return err
 		}
-		if err := r.apply(ctx, desired.CASecret(s.install, service, desired.CAState{Active: o.Active.Pair, Next: &next.Pair})); err != nil {
+		record := s.rotationRecord(service, v1alpha1.RotationCA, action, o.Active.Cert, next.Cert)
+		if err := r.apply(ctx, desired.CASecret(s.install, service, desired.CAState{Active: o.Active.Pair, Next: &next.Pair, Rotation: s.provenance(record, action)})); err != nil {
 			return err
 		}
-		s.startRotation(service, v1alpha1.RotationCA, action, o.Active.Cert, next.Cert)
+		s.startRotation(record)
 		o.Next = next
 	case rotation.Promote:
 		if err := r.verifyService(ctx, s, service); err != nil {
@@ -52,7 +54,7 @@ func (r *WebhookInstallReconciler) execute(ctx context.Context, s *installState,
 			break
 		}
 		old := o.Active
-		state := desired.CAState{Active: o.Next.Pair, Previous: old.Pair.CertPEM, PruneAt: s.now.Add(o.Overlap)}
+		state := desired.CAState{Active: o.Next.Pair, Previous: old.Pair.CertPEM, PruneAt: s.now.Add(o.Overlap), Rotation: s.stored[service].caAnnotation}
 		if err := r.apply(ctx, desired.CASecret(s.install, service, state)); err != nil {
 			return err
 		}
@@ -69,7 +71,7 @@ func (r *WebhookInstallReconciler) execute(ctx context.Context, s *installState,
 			s.rotationNote(service, fmt.Sprintf("waiting to remove the old CA: %v", err))
 			break
 		}
-		if err := r.apply(ctx, desired.CASecret(s.install, service, desired.CAState{Active: o.Active.Pair})); err != nil {
+		if err := r.apply(ctx, desired.CASecret(s.install, service, desired.CAState{Active: o.Active.Pair, Rotation: s.stored[service].caAnnotation})); err != nil {
 			return err
 		}
 		o.Previous = nil
@@ -101,15 +103,16 @@ func (r *WebhookInstallReconciler) issueServing(ctx context.Context, s *installS
 	if err != nil {
 		return err
 	}
-	if err := r.apply(ctx, desired.ServingSecret(s.install, service, o.Active.Pair.CertPEM, pair)); err != nil {
-		return err
-	}
 	cert, _ := certs.ParseCert(pair.CertPEM)
 	var old *x509.Certificate
 	if o.Serving != nil {
 		old, _ = certs.ParseCert(o.Serving.CertPEM)
 	}
-	s.startRotation(service, v1alpha1.RotationServing, action, old, cert)
+	record := s.rotationRecord(service, v1alpha1.RotationServing, action, old, cert)
+	if err := r.apply(ctx, desired.ServingSecret(s.install, service, o.Active.Pair.CertPEM, pair, s.provenance(record, action))); err != nil {
+		return err
+	}
+	s.startRotation(record)
 	o.Serving = &pair
 	s.issuedCerts = true
 	return nil
@@ -134,9 +137,24 @@ func (r *WebhookInstallReconciler) verifyService(ctx context.Context, s *install
 	return nil
 }
 
-// startRotation adds an InProgress entry to the audit trail and says so in
-// an Event; computeStatus completes it once the certificate serves.
-func (s *installState) startRotation(service string, kind v1alpha1.RotationKind, action rotation.Action, old, issued *x509.Certificate) {
+// startRotation adds an InProgress entry to the audit trail (an Event
+// says so); computeStatus completes it once the certificate serves.
+func (s *installState) startRotation(record v1alpha1.RotationRecord) {
+	s.rotations = append(s.rotations, record)
+}
+
+// provenance is the AnnotationRotation value stored with a rotation's
+// certificate: the record, and the manual request if it carries one out.
+func (s *installState) provenance(record v1alpha1.RotationRecord, action rotation.Action) string {
+	p := desired.RotationProvenance{Record: record}
+	if action.Reason == rotation.ReasonManual {
+		p.Request = s.install.Annotations[v1alpha1.AnnotationRotate]
+	}
+	return desired.EncodeRotation(p)
+}
+
+// rotationRecord is the InProgress audit record of a rotation.
+func (s *installState) rotationRecord(service string, kind v1alpha1.RotationKind, action rotation.Action, old, issued *x509.Certificate) v1alpha1.RotationRecord {
 	record := v1alpha1.RotationRecord{
 		Service: service, Kind: kind, Reason: action.Reason, Message: action.Message,
 		Started: metav1.Time{Time: s.now.Truncate(time.Second)}, NewFingerprint: certs.Fingerprint(issued),
@@ -145,7 +163,7 @@ func (s *installState) startRotation(service string, kind v1alpha1.RotationKind,
 	if old != nil {
 		record.OldFingerprint = certs.Fingerprint(old)
 	}
-	s.rotations = append(s.rotations, record)
+	return record
 }
 
 func (s *installState) rotationNote(service, message string) {

@@ -35,8 +35,12 @@ func (r *WebhookInstallReconciler) ensureWorkloads(ctx context.Context, s *insta
 		if err != nil {
 			return r.componentFailed(s, err)
 		}
-		if _, isWebhook := servingByDeployment[spec.Name]; isWebhook && !available(dep) {
+		serving, isWebhook := servingByDeployment[spec.Name]
+		if isWebhook && !available(dep) {
 			s.unavailable = append(s.unavailable, fmt.Sprintf("%s (%d/%d available)", dep.Name, dep.Status.AvailableReplicas, replicas(dep)))
+		}
+		if isWebhook && (!fullyRolledOut(dep) || dep.Spec.Template.Annotations[desired.AnnotationServingCert] != serving.Fingerprint) {
+			s.rollingOut = append(s.rollingOut, dep.Name)
 		}
 	}
 	for _, w := range s.webhooks {
@@ -59,16 +63,20 @@ func (r *WebhookInstallReconciler) ensureWorkloads(ctx context.Context, s *insta
 
 func (r *WebhookInstallReconciler) ensureDeployment(ctx context.Context, s *installState, want *appsv1.Deployment) (*appsv1.Deployment, error) {
 	have := &appsv1.Deployment{}
-	err := r.Client.Get(ctx, client.ObjectKeyFromObject(want), have)
-	switch {
+	switch err := r.Client.Get(ctx, client.ObjectKeyFromObject(want), have); {
 	case apierrors.IsNotFound(err):
 		if err := r.refuseForeign(ctx, &appsv1.Deployment{}, want.Namespace, want.Name); err != nil {
 			return nil, err
 		}
 	case err != nil:
 		return nil, err
-	case have.Annotations[desired.AnnotationSpecHash] == want.Annotations[desired.AnnotationSpecHash]:
-		return have, nil
+	default:
+		if err := checkBelongs(s, "deployment", have); err != nil {
+			return nil, err
+		}
+		if have.Annotations[desired.AnnotationSpecHash] == want.Annotations[desired.AnnotationSpecHash] {
+			return have, nil
+		}
 	}
 	if err := r.apply(ctx, want); err != nil {
 		return nil, err
@@ -79,16 +87,20 @@ func (r *WebhookInstallReconciler) ensureDeployment(ctx context.Context, s *inst
 
 func (r *WebhookInstallReconciler) ensureService(ctx context.Context, s *installState, want *corev1.Service) error {
 	have := &corev1.Service{}
-	err := r.Client.Get(ctx, client.ObjectKeyFromObject(want), have)
-	switch {
+	switch err := r.Client.Get(ctx, client.ObjectKeyFromObject(want), have); {
 	case apierrors.IsNotFound(err):
 		if err := r.refuseForeign(ctx, &corev1.Service{}, want.Namespace, want.Name); err != nil {
 			return err
 		}
 	case err != nil:
 		return err
-	case have.Annotations[desired.AnnotationSpecHash] == want.Annotations[desired.AnnotationSpecHash]:
-		return nil
+	default:
+		if err := checkBelongs(s, "service", have); err != nil {
+			return err
+		}
+		if have.Annotations[desired.AnnotationSpecHash] == want.Annotations[desired.AnnotationSpecHash] {
+			return nil
+		}
 	}
 	if err := r.apply(ctx, want); err != nil {
 		return err

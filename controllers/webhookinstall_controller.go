@@ -62,6 +62,13 @@ func (r *WebhookInstallReconciler) Reconcile(ctx context.Context, req ctrl.Reque
 	if err := r.ensureFinalizer(ctx, install); err != nil {
 		return ctrl.Result{}, err
 	}
+	newer, err := r.replacement(ctx, install)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if newer != nil {
+		return ctrl.Result{}, r.yieldToReplacement(ctx, s, newer)
+	}
 
 	var stepErr error
 	for _, run := range []step{r.releaseDropped, r.preflight, r.claimOwnership, r.ensureCertificates, r.ensureWorkloads, r.configureConversion, r.verifyConversion} {

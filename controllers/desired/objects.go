@@ -91,6 +91,9 @@ type CAState struct {
 	Next     *certs.KeyPair
 	Previous []byte
 	PruneAt  time.Time
+	// Rotation is the AnnotationRotation value: the CA rotation this
+	// state belongs to (EncodeRotation).
+	Rotation string
 }
 
 // CASecret holds a Service's CAs and their keys. No pod mounts it.
@@ -104,22 +107,33 @@ func CASecret(install *v1alpha1.WebhookInstall, service string, st CAState) *cor
 	if st.Next != nil {
 		secret.Data[NextCertKey], secret.Data[NextKeyKey] = st.Next.CertPEM, st.Next.KeyPEM
 	}
+	if st.Rotation != "" {
+		secret.Annotations = map[string]string{AnnotationRotation: st.Rotation}
+	}
 	if len(st.Previous) > 0 {
 		secret.Data[PreviousCertKey] = st.Previous
-		secret.Annotations = map[string]string{AnnotationPruneAt: st.PruneAt.UTC().Format(time.RFC3339)}
+		if secret.Annotations == nil {
+			secret.Annotations = map[string]string{}
+		}
+		secret.Annotations[AnnotationPruneAt] = st.PruneAt.UTC().Format(time.RFC3339)
 	}
 	return secret
 }
 
 // ServingSecret is what webhook pods mount: the serving pair and the CA
 // certificate (never the CA key).
-func ServingSecret(install *v1alpha1.WebhookInstall, service string, caCert []byte, serving certs.KeyPair) *corev1.Secret {
-	return &corev1.Secret{
+// rotation is the AnnotationRotation value of the rotation that issued it.
+func ServingSecret(install *v1alpha1.WebhookInstall, service string, caCert []byte, serving certs.KeyPair, rotation string) *corev1.Secret {
+	secret := &corev1.Secret{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Secret"},
 		ObjectMeta: ownedMeta(install, ServingSecretName(service), map[string]string{LabelService: service}),
 		Type:       corev1.SecretTypeTLS,
 		Data:       map[string][]byte{corev1.TLSCertKey: serving.CertPEM, corev1.TLSPrivateKeyKey: serving.KeyPEM, "ca.crt": caCert},
 	}
+	if rotation != "" {
+		secret.Annotations = map[string]string{AnnotationRotation: rotation}
+	}
+	return secret
 }
 
 // Service fronts a webhook Deployment: its selector is the Deployment's

@@ -292,6 +292,15 @@ func TestCASecret(t *testing.T) {
 			wantData: map[string]string{"tls.crt": "active-cert", "tls.key": "active-key", "previous.crt": "old-cert"},
 			wantAnn:  map[string]string{"operators.hookwright.dev/prune-previous-at": "2030-01-02T02:04:05Z"},
 		},
+		{
+			name:     "rotation record kept while the previous CA is retired",
+			state:    CAState{Active: active, Previous: []byte("old-cert"), PruneAt: pruneAt, Rotation: `{"record":{}}`},
+			wantData: map[string]string{"tls.crt": "active-cert", "tls.key": "active-key", "previous.crt": "old-cert"},
+			wantAnn: map[string]string{
+				"operators.hookwright.dev/prune-previous-at": "2030-01-02T02:04:05Z",
+				"operators.hookwright.dev/rotation":          `{"record":{}}`,
+			},
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -320,7 +329,10 @@ func TestCASecret(t *testing.T) {
 func TestServingSecret(t *testing.T) {
 	install := newInstall(nil)
 	serving := certs.KeyPair{CertPEM: []byte("serving-cert"), KeyPEM: []byte("serving-key")}
-	s := ServingSecret(install, "crontab-webhook-service", []byte("ca-cert"), serving)
+	s := ServingSecret(install, "crontab-webhook-service", []byte("ca-cert"), serving, `{"record":{}}`)
+	if got := s.Annotations[AnnotationRotation]; got != `{"record":{}}` {
+		t.Errorf("rotation annotation = %q, want the rotation record", got)
+	}
 	if s.Type != "kubernetes.io/tls" {
 		t.Errorf("type = %q, want kubernetes.io/tls", s.Type)
 	}

@@ -7,6 +7,7 @@ package harness
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/go-logr/logr"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -15,6 +16,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
@@ -33,32 +35,83 @@ func Scheme() *runtime.Scheme {
 
 // Operator is a running in-process operator; Stop ends it.
 type Operator struct {
-	cancel context.CancelFunc
-	done   chan error
+	cancel  context.CancelFunc
+	done    chan error
+	elected <-chan struct{}
+}
+
+// Elected is closed once this operator leads (at once without leader election).
+func (o *Operator) Elected() <-chan struct{} { return o.elected }
+
+// Option tunes an in-process operator.
+type Option func(*settings)
+
+type settings struct {
+	leaderElection *LeaderElection
+	wrapClient     func(client.Client) client.Client
+}
+
+// LeaderElection runs the operator as one of several replicas electing a
+// leader through a Lease, with short timings so a failover takes seconds.
+type LeaderElection struct {
+	Namespace, Identity string
+	LeaseDuration       time.Duration
+}
+
+// WithLeaderElection makes the operator a replica that must lead to reconcile.
+func WithLeaderElection(le LeaderElection) Option {
+	return func(s *settings) { s.leaderElection = &le }
+}
+
+// WithClient wraps the reconciler's client, e.g. with controller-runtime's
+// interceptor to inject faults at writes.
+func WithClient(wrap func(client.Client) client.Client) Option {
+	return func(s *settings) { s.wrapClient = wrap }
 }
 
 // StartOperator starts the manager with the WebhookInstall reconciler.
-func StartOperator(cfg *rest.Config, log logr.Logger) (*Operator, error) {
-	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+func StartOperator(cfg *rest.Config, log logr.Logger, opts ...Option) (*Operator, error) {
+	var set settings
+	for _, opt := range opts {
+		opt(&set)
+	}
+	options := ctrl.Options{
 		Scheme:                 Scheme(),
 		Cache:                  controllers.CacheOptions(),
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",
 		Logger:                 log,
 		Controller:             config.Controller{SkipNameValidation: ptrTo(true)},
-	})
+	}
+	if le := set.leaderElection; le != nil {
+		options.LeaderElection = true
+		options.LeaderElectionID = "hookwright.operators.hookwright.dev"
+		options.LeaderElectionNamespace = le.Namespace
+		options.LeaseDuration = ptrTo(le.LeaseDuration)
+		options.RenewDeadline = ptrTo(le.LeaseDuration * 3 / 4)
+		options.RetryPeriod = ptrTo(le.LeaseDuration / 8)
+		// A killed leader does not hand over: the follower waits out the lease.
+		options.LeaderElectionReleaseOnCancel = false
+		cfg = rest.CopyConfig(cfg)
+		cfg.UserAgent = le.Identity
+	}
+	mgr, err := ctrl.NewManager(cfg, options)
 	if err != nil {
 		return nil, fmt.Errorf("creating the manager: %w", err)
 	}
+	var c client.Client = mgr.GetClient()
+	if set.wrapClient != nil {
+		c = set.wrapClient(c)
+	}
 	r := &controllers.WebhookInstallReconciler{
-		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(),
+		Client: c, APIReader: mgr.GetAPIReader(),
 		Recorder: mgr.GetEventRecorder("hookwright"), Clock: clock.RealClock{},
 	}
 	if err := r.SetupWithManager(mgr); err != nil {
 		return nil, err
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	op := &Operator{cancel: cancel, done: make(chan error, 1)}
+	op := &Operator{cancel: cancel, done: make(chan error, 1), elected: mgr.Elected()}
 	go func() { op.done <- mgr.Start(ctx) }()
 	return op, nil
 }

@@ -1,0 +1,82 @@
+package controllers
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	v1alpha1 "github.com/hookwright/hookwright/api/v1alpha1"
+	"github.com/hookwright/hookwright/controllers/desired"
+)
+
+func TestWithStoredRotations(t *testing.T) {
+	at := func(sec int) metav1.Time { return metav1.NewTime(time.Date(2030, 1, 1, 0, 0, sec, 0, time.UTC)) }
+	rec := func(kind v1alpha1.RotationKind, fp string, sec int, outcome v1alpha1.RotationOutcome) v1alpha1.RotationRecord {
+		return v1alpha1.RotationRecord{Service: "svc", Kind: kind, NewFingerprint: fp, Started: at(sec), Outcome: outcome}
+	}
+	stored := func(records ...v1alpha1.RotationRecord) map[string]*storedRotations {
+		st := &storedRotations{}
+		for _, r := range records {
+			st.records = append(st.records, desired.RotationProvenance{Record: r})
+		}
+		return map[string]*storedRotations{"svc": st}
+	}
+	full := func(fromSec int) []v1alpha1.RotationRecord {
+		var h []v1alpha1.RotationRecord
+		for i := range maxRotationHistory {
+			h = append(h, rec(v1alpha1.RotationServing, fmt.Sprint("s", i), fromSec+i, v1alpha1.RotationSucceeded))
+		}
+		return h
+	}
+	tests := []struct {
+		name    string
+		history []v1alpha1.RotationRecord
+		stored  map[string]*storedRotations
+		want    []string // kind/fingerprint/outcome, in order
+	}{
+		{
+			name:    "a crash lost the status write: the Secret's record comes back, in progress",
+			history: []v1alpha1.RotationRecord{rec(v1alpha1.RotationServing, "s0", 1, v1alpha1.RotationSucceeded)},
+			stored:  stored(rec(v1alpha1.RotationCA, "ca1", 5, v1alpha1.RotationInProgress)),
+			want:    []string{"Serving/s0/Succeeded", "CA/ca1/InProgress"},
+		},
+		{
+			name:    "recorded already: not added twice, its outcome kept",
+			history: []v1alpha1.RotationRecord{rec(v1alpha1.RotationCA, "ca1", 5, v1alpha1.RotationSucceeded)},
+			stored:  stored(rec(v1alpha1.RotationCA, "ca1", 5, v1alpha1.RotationInProgress)),
+			want:    []string{"CA/ca1/Succeeded"},
+		},
+		{
+			name:    "older than a full history: trimmed on purpose, stays out",
+			history: full(10),
+			stored:  stored(rec(v1alpha1.RotationCA, "ca0", 1, v1alpha1.RotationInProgress)),
+			want:    nil, // checked by length below
+		},
+		{
+			name:    "a record of another Service's Secret is ignored",
+			history: nil,
+			stored:  map[string]*storedRotations{"other": {records: []desired.RotationProvenance{{Record: rec(v1alpha1.RotationCA, "ca1", 5, v1alpha1.RotationInProgress)}}}},
+			want:    nil,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := withStoredRotations(append([]v1alpha1.RotationRecord(nil), tt.history...), tt.stored)
+			if tt.want == nil {
+				if len(got) != len(tt.history) {
+					t.Fatalf("history grew from %d to %d: %+v", len(tt.history), len(got), got)
+				}
+				return
+			}
+			var have []string
+			for _, r := range got {
+				have = append(have, fmt.Sprintf("%s/%s/%s", r.Kind, r.NewFingerprint, r.Outcome))
+			}
+			if fmt.Sprint(have) != fmt.Sprint(tt.want) {
+				t.Errorf("history = %v, want %v", have, tt.want)
+			}
+		})
+	}
+}
