@@ -103,7 +103,7 @@ func (a *auditLog) sync() error {
 		}
 		a.total++
 		var e auditEvent
-		if json.Unmarshal(line, &e) == nil && e.Stage == "ResponseComplete" && a.users[e.User.Username] {
+		if a.mentionsUser(line) && json.Unmarshal(line, &e) == nil && e.Stage == "ResponseComplete" && a.users[e.User.Username] {
 			a.events = append(a.events, e)
 		}
 		if err != nil {
@@ -111,6 +111,16 @@ func (a *auditLog) sync() error {
 		}
 	}
 	return nil
+}
+
+// mentionsUser is a cheap filter before decoding a line.
+func (a *auditLog) mentionsUser(line []byte) bool {
+	for u := range a.users {
+		if strings.Contains(string(line), `"username":"`+u+`"`) {
+			return true
+		}
+	}
+	return false
 }
 
 // mark is a position in the log: events after it are new.

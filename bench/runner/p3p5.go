@@ -2,14 +2,20 @@ package runner
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"path/filepath"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1alpha1 "github.com/hookwright/hookwright/api/v1alpha1"
+	"github.com/hookwright/hookwright/controllers/desired"
 )
 
 // p3 counts the API writes of an idle resync: the operator is restarted,
@@ -137,7 +143,7 @@ func (b *bench) p5(ctx context.Context) error {
 	}
 	hwHeap, ccHeap := heapInuse(b.operator), heapInuse(cc)
 	b.report.P5 = &p5Result{HWIdle: hwIdle, HWLoaded: hwLoaded, CCIdle: ccIdle, CCLoaded: ccLoaded, HWHeap: hwHeap, CCHeap: ccHeap,
-		Secrets: b.sz.p5Secrets, CRDs: b.sz.p5CRDs, SchemaKB: b.sz.p5SchemaKB, Created: created}
+		Secrets: b.sz.p5Secrets, CRDs: b.sz.p5CRDs, SchemaKB: b.sz.p5SchemaKB, Created: created, Census: b.census(ctx)}
 	growth := float64(hwLoaded.RSS) / float64(hwIdle.RSS)
 	vsAnchor := float64(hwLoaded.RSS) / float64(ccLoaded.RSS)
 	b.report.setRow(Row{
@@ -158,6 +164,40 @@ func (b *bench) p5(ctx context.Context) error {
 	})
 	b.logf("P5: Hookwright %s → %s; cert-controller %s → %s", mib(hwIdle.RSS), mib(hwLoaded.RSS), mib(ccIdle.RSS), mib(ccLoaded.RSS))
 	return nil
+}
+
+// census lists what each operator's caches hold, by the objects' JSON size
+// as the API server serves them: Hookwright caches every WebhookInstall,
+// its own labelled Secrets, Deployments and Services, and CRDs as metadata
+// only; cert-controller's rotator caches its namespace's Secrets and every
+// CRD in full.
+func (b *bench) census(ctx context.Context) []string {
+	managed := client.MatchingLabels{desired.LabelManagedBy: desired.ManagedByValue}
+	crdMeta := &metav1.PartialObjectMetadataList{}
+	crdMeta.SetGroupVersionKind(apiextensionsv1.SchemeGroupVersion.WithKind("CustomResourceDefinitionList"))
+	lists := []struct {
+		what string
+		list client.ObjectList
+		opts []client.ListOption
+	}{
+		{"WebhookInstalls", &v1alpha1.WebhookInstallList{}, nil},
+		{"Secrets labelled managed-by=hookwright", &corev1.SecretList{}, []client.ListOption{managed}},
+		{"Deployments labelled managed-by=hookwright", &appsv1.DeploymentList{}, []client.ListOption{managed}},
+		{"Services labelled managed-by=hookwright", &corev1.ServiceList{}, []client.ListOption{managed}},
+		{"CRDs, metadata only (Hookwright's watch)", crdMeta, nil},
+		{"CRDs in full (cert-controller's cache)", &apiextensionsv1.CustomResourceDefinitionList{}, nil},
+		{"Secrets, all namespaces (neither operator caches them all)", &corev1.SecretList{}, nil},
+	}
+	var out []string
+	for _, l := range lists {
+		if err := b.c.List(ctx, l.list, l.opts...); err != nil {
+			out = append(out, fmt.Sprintf("%s: %v", l.what, err))
+			continue
+		}
+		raw, _ := json.Marshal(l.list)
+		out = append(out, fmt.Sprintf("%s: %d objects, %s of JSON", l.what, meta.LenList(l.list), mib(int64(len(raw)))))
+	}
+	return out
 }
 
 // heapInuse reads go_memstats_heap_inuse_bytes from the process's metrics.

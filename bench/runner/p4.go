@@ -26,6 +26,7 @@ type p4Size struct {
 	ApplyP99         float64
 	StandInP50       float64 // Deployment written by the operator → available (the pod stand-in's share)
 	Concurrency      float64
+	OperatorCPU      float64 // CPU seconds the operator process used in the window
 	TimedOut         bool
 	StandInPerDeploy []float64 `json:"-"`
 }
@@ -86,6 +87,7 @@ func (b *bench) p4Batch(ctx context.Context, n int, last bool) (*p4Size, error) 
 		return nil, err
 	}
 	keys := make([]types.NamespacedName, n)
+	cpu0 := cpuSeconds(b.operator.pid())
 	t0 := time.Now()
 	if err := parallel(n, 16, func(i int) error {
 		keys[i] = types.NamespacedName{Namespace: nss[i], Name: installName}
@@ -110,6 +112,7 @@ func (b *bench) p4Batch(ctx context.Context, n int, last bool) (*p4Size, error) 
 		b.logf("P4 N=%d: %d of %d verified when the time limit (%s) ran out", n, done, n, limit.Round(time.Second))
 	}
 	res.Seconds = end.Sub(t0).Seconds()
+	res.OperatorCPU = cpuSeconds(b.operator.pid()) - cpu0
 
 	events, err := b.audit.waitQuiet(mark, operatorUser, 2*time.Second, 20*time.Second)
 	if err != nil {

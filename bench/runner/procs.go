@@ -159,6 +159,27 @@ func sampleMemory(pid int) (memory, error) {
 	return m, nil
 }
 
+// cpuSeconds is the user+system CPU time the process used so far
+// (/proc/<pid>/stat, in clock ticks of 1/100 s).
+func cpuSeconds(pid int) float64 {
+	raw, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
+	if err != nil {
+		return 0
+	}
+	// Fields after the command name (which may hold spaces) in parentheses.
+	rest := string(raw)
+	if i := strings.LastIndexByte(rest, ')'); i >= 0 {
+		rest = rest[i+1:]
+	}
+	fields := strings.Fields(rest)
+	if len(fields) < 13 {
+		return 0
+	}
+	utime, _ := strconv.ParseFloat(fields[11], 64)
+	stime, _ := strconv.ParseFloat(fields[12], 64)
+	return (utime + stime) / 100
+}
+
 // steadyMemory samples n times, interval apart, and returns the median RSS
 // and the last (highest) HWM.
 func steadyMemory(pid, n int, interval time.Duration) (memory, error) {

@@ -40,7 +40,9 @@ type p1Result struct {
 	N                        int
 	HW, HWApply, CC, CCApply []time.Duration
 	HWWarmup, CCWarmup       time.Duration // the uncounted first install of each
-	RequestsP50, BusyP50     float64       // operator requests in the window, API server time on them
+	WarmupSlowest            string        // the warm-up's slowest operator request
+	WarmupSlowestTime        time.Duration
+	RequestsP50, BusyP50     float64 // operator requests in the window, API server time on them
 	Slowest                  string
 	SlowestTimeline          []string
 }
@@ -70,6 +72,7 @@ type p5Result struct {
 	HWHeap, CCHeap                     int64
 	Secrets, CRDs, SchemaKB            int
 	Created                            time.Duration
+	Census                             []string
 }
 
 func (r *Report) setRow(row Row) {
@@ -156,7 +159,7 @@ func (r *Report) details(w func(string, ...any)) {
 	w("## How each figure is measured")
 	w("")
 	if p := r.P1; p != nil {
-		w("**P1.** Each install gets its own namespace, with its CRD (two served versions) already established and the pod stand-in ready to run its webhook. Hookwright: a WebhookInstall is created, and the time runs from the moment the driver's watch sees the webhook Deployment available (written by the kubelet stand-in) to the moment it sees ConversionVerified=True. cert-controller: one rotator per webhook (as each operator embeds its own), its Secret shipped empty and its CRD shipped pointing at the Service, as cert-controller requires; the Deployment and Service are created, and the time runs from the Deployment available to the first conversion the API server completes through the webhook (a server-side dry-run create at v2, retried every 5 ms), as cert-controller verifies nothing itself and injected the caBundle at its start. Installs are applied one at a time, after one warm-up install each that is not counted (the first conversion through a new webhook pays the test ground's cold paths): it took %s for Hookwright and %s for cert-controller.", ms(p.HWWarmup.Seconds()), ms(p.CCWarmup.Seconds()))
+		w("**P1.** Each install gets its own namespace, with its CRD (two served versions) already established and the pod stand-in ready to run its webhook. Hookwright: a WebhookInstall is created, and the time runs from the moment the driver's watch sees the webhook Deployment available (written by the kubelet stand-in) to the moment it sees ConversionVerified=True. cert-controller: one rotator per webhook (as each operator embeds its own), its Secret shipped empty and its CRD shipped pointing at the Service, as cert-controller requires; the Deployment and Service are created, and the time runs from the Deployment available to the first conversion the API server completes through the webhook (a server-side dry-run create at v2, retried every 5 ms), as cert-controller verifies nothing itself and injected the caBundle at its start. Installs are applied one at a time, after one warm-up install each that is not counted (the first conversion through a new webhook pays the test ground's cold paths): it took %s for Hookwright (its slowest request, audit log: %s, %s at the API server) and %s for cert-controller.", ms(p.HWWarmup.Seconds()), p.WarmupSlowest, ms(p.WarmupSlowestTime.Seconds()), ms(p.CCWarmup.Seconds()))
 		w("")
 		w("| | p50 | p90 | p99 | max | apply → ready p50 |")
 		w("|---|---|---|---|---|---|")
@@ -186,12 +189,12 @@ func (r *Report) details(w func(string, ...any)) {
 	if p := r.P4; p != nil {
 		w("**P4.** For each N, N namespaces each get two established CRDs and a ready pod stand-in; then N WebhookInstalls are created at once (16 concurrent creates), and the time runs from the first create to the last ConversionVerified=True seen. Writes are the operator's, from the audit log, until 2 s without one (dry-run verifications counted apart). Batches run in order; earlier batches stay installed (idle).")
 		w("")
-		w("| N | converged | time | per install | writes | writes/install | dry runs | reconciles | mean reconcile | mean queue wait | API busy with operator | create → verified p50 / p99 | stand-in share p50 |")
-		w("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+		w("| N | converged | time | per install | writes | writes/install | dry runs | reconciles | mean reconcile | mean queue wait | API busy with operator | operator CPU | create → verified p50 / p99 | stand-in share p50 |")
+		w("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
 		for _, s := range p.Sizes {
-			w("| %d | %d | %s | %s | %d | %.1f | %d | %.0f | %s | %s | %.0f%% | %s / %s | %s |", s.N, s.Converged, secs(s.Seconds), ms(s.Seconds/float64(s.N)),
+			w("| %d | %d | %s | %s | %d | %.1f | %d | %.0f | %s | %s | %.0f%% | %s (%.0f%% of wall) | %s / %s | %s |", s.N, s.Converged, secs(s.Seconds), ms(s.Seconds/float64(s.N)),
 				s.Writes, float64(s.Writes)/float64(s.N), s.DryRuns, s.Reconciles, ms(s.ReconcileMean), ms(s.QueueWaitMean), 100*s.BusyFraction,
-				secs(s.ApplyP50), secs(s.ApplyP99), ms(s.StandInP50))
+				secs(s.OperatorCPU), 100*s.OperatorCPU/s.Seconds, secs(s.ApplyP50), secs(s.ApplyP99), ms(s.StandInP50))
 		}
 		w("")
 		w("Fit over the converged sizes: time = %s + %.1f ms × N (R² %.3f); writes = %.0f + %.2f × N (R² %.3f). \"Linear\" means the per-install time at the largest N is within 1.5× of that at the smallest: %v.",
@@ -209,6 +212,12 @@ func (r *Report) details(w func(string, ...any)) {
 	if p := r.P5; p != nil {
 		w("**P5.** RSS is VmRSS from /proc/<pid>/status, the median of 5 samples 1 s apart once settled; HWM is VmHWM. Idle: after P3's restart, with every install present. Loaded: after creating %d foreign Secrets (2 KiB each, 10 namespaces) and %d foreign CRDs (~%d KB schema each) in %s, and %s to settle. cert-controller runs one rotator for one webhook (its smallest deployment) in the same cluster at the same moments. Go heap in use when loaded: Hookwright %s, cert-controller %s.",
 			p.Secrets, p.CRDs, p.SchemaKB, p.Created.Round(time.Second), r.p5Settle(), mib(p.HWHeap), mib(p.CCHeap))
+		w("")
+		w("What the caches could hold when loaded (JSON as served; Go objects take more):")
+		w("")
+		for _, c := range p.Census {
+			w("- %s", c)
+		}
 		w("")
 	}
 	if len(r.CertBench) > 0 {
@@ -248,8 +257,9 @@ func (r *Report) evidence(w func(string, ...any)) {
 		fit, _ := r.Row("P4 fit")
 		if row.Met != "yes" || fit.Met != "yes" {
 			last := p.Sizes[len(p.Sizes)-1]
-			notes = append(notes, fmt.Sprintf("**P4.** At N=%d the operator ran %0.f concurrent reconcile(s); %.0f reconciles took %s each on average (%.1f per install) and queued items waited %s on average in the workqueue. The API server was serving the operator's requests %.0f%% of the wall time (union of the audit log's request intervals), so the rest is the single reconcile worker's own sequencing (and waits on the pod stand-in, whose Deployment-written → available time was %s at p50). Writes per install by kind: %s.",
-				last.N, last.Concurrency, last.Reconciles, ms(last.ReconcileMean), last.Reconciles/float64(last.N), ms(last.QueueWaitMean), 100*last.BusyFraction, ms(last.StandInP50), last.Breakdown))
+			notes = append(notes, fmt.Sprintf("**P4.** At N=%d the operator ran %0.f concurrent reconcile(s); %.0f reconciles took %s each on average (%.1f per install) and queued items waited %s on average in the workqueue. The API server was serving the operator's requests %.0f%% of the wall time (union of the audit log's request intervals) while the operator process itself used %s of CPU (%.0f%% of the wall time, procfs); the rest is waiting: on the single reconcile worker's sequence of round trips and on the pod stand-in (Deployment written → available %s at p50). Writes by kind: %s.",
+				last.N, last.Concurrency, last.Reconciles, ms(last.ReconcileMean), last.Reconciles/float64(last.N), ms(last.QueueWaitMean), 100*last.BusyFraction,
+				secs(last.OperatorCPU), 100*last.OperatorCPU/last.Seconds, ms(last.StandInP50), last.Breakdown))
 		}
 	}
 	if p := r.P5; p != nil {
