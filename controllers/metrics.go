@@ -34,14 +34,6 @@ func init() {
 
 // observeStatusMetrics publishes what a written status says.
 func observeStatusMetrics(install *v1alpha1.WebhookInstall, old []v1alpha1.RotationRecord, next v1alpha1.WebhookInstallStatus) {
-	for _, svc := range next.Services {
-		if svc.CANotAfter != nil {
-			certificateExpiry.WithLabelValues(install.Namespace, install.Name, svc.Name, string(v1alpha1.RotationCA)).Set(float64(svc.CANotAfter.Unix()))
-		}
-		if svc.ServingNotAfter != nil {
-			certificateExpiry.WithLabelValues(install.Namespace, install.Name, svc.Name, string(v1alpha1.RotationServing)).Set(float64(svc.ServingNotAfter.Unix()))
-		}
-	}
 	ended := map[string]bool{}
 	for _, rec := range old {
 		if rec.Outcome != v1alpha1.RotationInProgress {
@@ -54,6 +46,20 @@ func observeStatusMetrics(install *v1alpha1.WebhookInstall, old []v1alpha1.Rotat
 		}
 		rotationsTotal.WithLabelValues(string(rec.Kind), rec.Reason, string(rec.Outcome)).Inc()
 		rotationDuration.WithLabelValues(string(rec.Kind)).Observe(rec.Completed.Sub(rec.Started.Time).Seconds())
+	}
+}
+
+// observeExpiry sets the expiry gauges on every pass, written or not, so
+// a restarted operator exports them at once: alerts must not go blind
+// until the next status change (weeks away for a steady install).
+func observeExpiry(install *v1alpha1.WebhookInstall, next v1alpha1.WebhookInstallStatus) {
+	for _, svc := range next.Services {
+		if svc.CANotAfter != nil {
+			certificateExpiry.WithLabelValues(install.Namespace, install.Name, svc.Name, string(v1alpha1.RotationCA)).Set(float64(svc.CANotAfter.Unix()))
+		}
+		if svc.ServingNotAfter != nil {
+			certificateExpiry.WithLabelValues(install.Namespace, install.Name, svc.Name, string(v1alpha1.RotationServing)).Set(float64(svc.ServingNotAfter.Unix()))
+		}
 	}
 }
 

@@ -168,4 +168,33 @@ var _ = Describe("Certificate rotation", func() {
 		Expect(rec.Started.Time).To(BeTemporally(">=", due.Truncate(time.Second)))
 		Expect(rec.Started.Time).To(BeTemporally("<=", due.Add(time.Second)))
 	})
+
+	It("re-issues a deleted serving Secret at once and refuses a rotation request it cannot read", func(ctx context.Context) {
+		Expect(k8s.Create(ctx, newInstall(ns, "widgets", "widget-webhook", crdName))).To(Succeed())
+		eventuallyPhase(ctx, ns, "widgets", v1alpha1.PhaseSucceeded, v1alpha1.ReasonSucceeded)
+
+		serving := &corev1.Secret{}
+		Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: desired.ServingSecretName("widget-webhook-service")}, serving)).To(Succeed())
+		Expect(k8s.Delete(ctx, serving)).To(Succeed())
+		Eventually(func(g Gomega) {
+			whi := getInstall(ctx, ns, "widgets")
+			g.Expect(whi.Status.Rotations).To(ContainElement(And(
+				HaveField("Kind", v1alpha1.RotationServing), HaveField("Reason", "Missing"), HaveField("Outcome", v1alpha1.RotationSucceeded))))
+			g.Expect(whi.Status.Phase).To(Equal(v1alpha1.PhaseSucceeded))
+		}).Should(Succeed())
+
+		records := len(getInstall(ctx, ns, "widgets").Status.Rotations)
+		whi := getInstall(ctx, ns, "widgets")
+		patch := client.MergeFrom(whi.DeepCopy())
+		whi.Annotations = map[string]string{v1alpha1.AnnotationRotate: "everything: please"}
+		Expect(k8s.Patch(ctx, whi, patch)).To(Succeed())
+		Eventually(func(g Gomega) {
+			g.Expect(getInstall(ctx, ns, "widgets").Status.HandledRotationRequest).To(Equal("everything: please"))
+			var events eventsv1.EventList
+			g.Expect(k8s.List(ctx, &events, client.InNamespace(ns))).To(Succeed())
+			g.Expect(events.Items).To(ContainElement(And(
+				HaveField("Reason", "RotationRequestInvalid"), HaveField("Note", ContainSubstring(`Write "ca: <reason>" or "serving: <reason>"`)))))
+		}).Should(Succeed())
+		Expect(getInstall(ctx, ns, "widgets").Status.Rotations).To(HaveLen(records), "nothing was rotated")
+	})
 })

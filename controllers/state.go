@@ -90,6 +90,7 @@ type crdState struct {
 	driftManager string // another manager rewrote the conversion Hookwright had configured
 	unverifiable bool   // no object to convert, and a dry-run could not reach the webhook
 	handover     bool   // owned by the install this one replaces: taken over once this one serves
+	forbidden    bool   // unverifiable because RBAC forbids reading the converted resource
 }
 
 // serviceCerts is the certificate material of one webhook Service.

@@ -26,6 +26,7 @@ func (r *WebhookInstallReconciler) writeStatus(ctx context.Context, s *installSt
 	for attempt := 0; ; attempt++ {
 		old := s.install.Status
 		next := computeStatus(s, stepErr)
+		observeExpiry(s.install, next)
 		if equality.Semantic.DeepEqual(old, next) {
 			return nil
 		}
@@ -108,6 +109,9 @@ func computeStatus(s *installState, stepErr error) v1alpha1.WebhookInstallStatus
 			return v1alpha1.ReasonConversionFailed, failed
 		}
 		if unverifiable := crdUnverifiable(s); unverifiable != "" && s.halt == nil {
+			if anyForbidden(s) {
+				return v1alpha1.ReasonVerificationForbidden, unverifiable
+			}
 			return v1alpha1.ReasonNoObjectsToVerify, unverifiable
 		}
 		return waiting("")
@@ -150,7 +154,7 @@ func setCondition(st *v1alpha1.WebhookInstallStatus, generation int64, condition
 	if !ok {
 		c.Status = metav1.ConditionFalse
 		c.Reason, c.Message = notOK(conditionType)
-		if c.Reason == v1alpha1.ReasonNoObjectsToVerify || c.Reason == v1alpha1.ReasonInProgress {
+		if c.Reason == v1alpha1.ReasonNoObjectsToVerify || c.Reason == v1alpha1.ReasonVerificationForbidden || c.Reason == v1alpha1.ReasonInProgress {
 			c.Status = metav1.ConditionUnknown
 		}
 	}
@@ -183,6 +187,15 @@ func crdMessages(s *installState, state v1alpha1.ConversionState) string {
 		}
 	}
 	return strings.Join(msgs, "; ")
+}
+
+func anyForbidden(s *installState) bool {
+	for _, c := range s.crds {
+		if c.forbidden {
+			return true
+		}
+	}
+	return false
 }
 
 func crdUnverifiable(s *installState) string {

@@ -52,6 +52,7 @@ func policyOf(install *v1alpha1.WebhookInstall) (certs.Policy, time.Duration) {
 // serving renewal under the same CA, or one step of an ordered CA rotation.
 func (r *WebhookInstallReconciler) ensureCertificates(ctx context.Context, s *installState) error {
 	policy, overlap := policyOf(s.install)
+	r.refuseUnknownRotationRequest(s)
 	for _, w := range s.webhooks {
 		o, action, err := r.planCertificates(ctx, s, r.Client, w.Service, w.Deployment, policy, overlap)
 		if err != nil {
@@ -221,6 +222,22 @@ func pendingManualRotation(install *v1alpha1.WebhookInstall) (v1alpha1.RotationK
 		return v1alpha1.RotationServing, reason
 	}
 	return "", ""
+}
+
+// refuseUnknownRotationRequest answers a rotate annotation that names no
+// known kind once, with a Warning Event saying what to write, and marks it
+// handled so it is not reported on every pass.
+func (r *WebhookInstallReconciler) refuseUnknownRotationRequest(s *installState) {
+	request := s.install.Annotations[v1alpha1.AnnotationRotate]
+	if request == "" || request == s.install.Status.HandledRotationRequest {
+		return
+	}
+	if kind, _ := pendingManualRotation(s.install); kind != "" {
+		return
+	}
+	r.Recorder.Eventf(s.install, nil, corev1.EventTypeWarning, "RotationRequestInvalid", "Rotate",
+		"%s=%q names no rotation kind; nothing was rotated. Write \"ca: <reason>\" or \"serving: <reason>\"", v1alpha1.AnnotationRotate, request)
+	s.handledRequest = request
 }
 
 func (r *WebhookInstallReconciler) certificateFailed(s *installState, service string, err error) error {

@@ -2,11 +2,13 @@ package controllers
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -16,6 +18,21 @@ import (
 
 // verifyFailedRetry is how soon a failed verification is tried again.
 const verifyFailedRetry = 10 * time.Second
+
+// verifyForbiddenRetry is how often a verification that RBAC forbids is
+// tried again: granting the permission wakes no watch.
+const verifyForbiddenRetry = 30 * time.Second
+
+// verifyForbiddenError: Hookwright may not read (or dry-run create) the
+// converted resource, so it cannot make the API server convert. The
+// conversion is configured but unverified; the message says what to grant.
+type verifyForbiddenError struct{ resource, cause string }
+
+func (e *verifyForbiddenError) Error() string {
+	return fmt.Sprintf("configured, but Hookwright may not list (or dry-run create) %s to verify it through the API server (%s). "+
+		"Grant its ServiceAccount the verbs list and create on %s with a ClusterRole and ClusterRoleBinding (see the admin guide); until then certificate rotations rely on the settle time instead of a verified read",
+		e.resource, e.cause, e.resource)
+}
 
 // verifyConversion proves, through the API server, that it converts
 // through the webhook with the caBundle Hookwright wrote: it reads an
@@ -40,7 +57,12 @@ func (r *WebhookInstallReconciler) verifyConversion(ctx context.Context, s *inst
 		}
 		verified, detail, err := r.convertThroughAPIServer(ctx, s.install, c.crd, version)
 		verificationsTotal.WithLabelValues(verificationResult(verified, err)).Inc()
+		var forbidden *verifyForbiddenError
 		switch {
+		case errors.As(err, &forbidden):
+			c.unverifiable, c.forbidden, c.message = true, true, forbidden.Error()
+			// RBAC changes wake nothing: look again now and then.
+			s.retryWithin(verifyForbiddenRetry)
 		case err != nil:
 			c.state, c.message = v1alpha1.ConversionFailed, fmt.Sprintf("the API server could not convert %s to %s: %v", c.name, version, err)
 			s.retryWithin(verifyFailedRetry)
@@ -93,7 +115,14 @@ func (r *WebhookInstallReconciler) convertThroughAPIServer(ctx context.Context, 
 	list := &unstructured.UnstructuredList{}
 	list.SetAPIVersion(gv)
 	list.SetKind(crd.Spec.Names.ListKind)
+	resource := crd.Spec.Names.Plural + "." + crd.Spec.Group
 	if err := r.APIReader.List(ctx, list, client.Limit(1)); err != nil {
+		if apierrors.IsForbidden(err) {
+			return false, "", &verifyForbiddenError{resource: resource, cause: err.Error()}
+		}
+		if webhookAnswered(err) {
+			return true, fmt.Sprintf("the API server reached the webhook through the caBundle, but the webhook refused an object: %v. Reads of that object at %s fail until the webhook or the object is fixed", err, version), nil
+		}
 		return false, "", err
 	}
 	if len(list.Items) > 0 {
@@ -110,10 +139,29 @@ func (r *WebhookInstallReconciler) convertThroughAPIServer(ctx context.Context, 
 	if err == nil {
 		return true, fmt.Sprintf("dry-run created an object at %s through the webhook (no objects exist yet)", version), nil
 	}
+	if apierrors.IsForbidden(err) && !strings.Contains(err.Error(), "conversion webhook") {
+		return false, "", &verifyForbiddenError{resource: resource, cause: err.Error()}
+	}
 	if strings.Contains(err.Error(), "conversion webhook") {
 		return false, "", err
 	}
 	return false, fmt.Sprintf("no %s exist yet and a dry-run object was rejected before conversion (%v); verification runs again on the next change", crd.Spec.Names.Plural, err), nil
+}
+
+// webhookAnswered tells a conversion the webhook itself refused (a bad
+// object or a webhook bug: the API server reached it and trusted its
+// certificate) from a failure to reach or trust it. Only the latter is
+// Hookwright's to fix, and only it may block a rotation: one object the
+// webhook cannot convert must not stop certificates from being renewed.
+// The API server wraps transport and TLS errors as a url.Error
+// ("failed: Post \"https://...\": ..."); everything else it reports comes
+// from the webhook's answer.
+func webhookAnswered(err error) bool {
+	msg := err.Error()
+	if !strings.Contains(msg, "conversion webhook for ") {
+		return false
+	}
+	return !strings.Contains(msg, `failed: Post "`)
 }
 
 // otherServedVersion is a served version other than the storage version:
@@ -128,7 +176,10 @@ func otherServedVersion(crd *apiextensionsv1.CustomResourceDefinition) string {
 }
 
 func verificationResult(verified bool, err error) string {
+	var forbidden *verifyForbiddenError
 	switch {
+	case errors.As(err, &forbidden):
+		return "unverifiable"
 	case err != nil:
 		return "failure"
 	case verified:

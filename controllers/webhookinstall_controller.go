@@ -86,12 +86,22 @@ func (r *WebhookInstallReconciler) Reconcile(ctx context.Context, req ctrl.Reque
 }
 
 // nextPass is when to look again without an event: soon when a step asked
-// for it, else at the next certificate renewal.
+// for it, else at the next certificate renewal, or when a drift window
+// closes (so ConversionContested clears once a fight has stopped).
 func (r *WebhookInstallReconciler) nextPass(s *installState) time.Duration {
 	next := s.retryAfter
-	for _, svc := range s.services {
-		if until := svc.rotateAt.Sub(r.Clock.Now()); next == 0 || until < next {
+	consider := func(until time.Duration) {
+		if next == 0 || until < next {
 			next = max(until, time.Millisecond)
+		}
+	}
+	now := r.Clock.Now()
+	for _, svc := range s.services {
+		consider(svc.rotateAt.Sub(now))
+	}
+	for _, c := range s.install.Status.ConversionCRDs {
+		if c.DriftWindowStart != nil {
+			consider(c.DriftWindowStart.Add(fightWindow + time.Second).Sub(now))
 		}
 	}
 	return next

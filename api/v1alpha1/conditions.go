@@ -27,8 +27,6 @@ const (
 	ReasonCRDNotFound = "CRDNotFound"
 	// ReasonPreserveUnknownFields: the CRD sets preserveUnknownFields; webhook conversion needs it false.
 	ReasonPreserveUnknownFields = "PreserveUnknownFields"
-	// ReasonSingleVersion: the CRD serves one version; there is nothing to convert.
-	ReasonSingleVersion = "SingleVersion"
 	// ReasonOwnerConflict: another WebhookInstall owns the CRD; the message names it and how to hand over.
 	ReasonOwnerConflict = "OwnerConflict"
 	// ReasonForeignConversion: the CRD's conversion was written by someone else; hand it over with the annotation.
@@ -45,8 +43,14 @@ const (
 	ReasonFieldManagerConflict = "FieldManagerConflict"
 	// ReasonNoConflict: no other field manager rewrote spec.conversion repeatedly.
 	ReasonNoConflict = "NoConflict"
-	// ReasonNoObjectsToVerify: verified by a server-side dry-run create, as no object exists yet.
+	// ReasonNoObjectsToVerify: no object exists yet and a dry-run create was
+	// rejected before it reached the webhook, so nothing is verified yet;
+	// verification runs again on the next change (e.g. the first object).
 	ReasonNoObjectsToVerify = "NoObjectsToVerify"
+	// ReasonVerificationForbidden: RBAC forbids Hookwright to read (or
+	// dry-run create) the converted resource, so the conversion is configured
+	// but unverified; grant list and create on it (the message says how).
+	ReasonVerificationForbidden = "VerificationForbidden"
 	// ReasonHandoverPending: this install replaces the CRDs' owner and takes
 	// them over once its own webhook Deployments are fully rolled out.
 	ReasonHandoverPending = "HandoverPending"

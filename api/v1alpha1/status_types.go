@@ -2,15 +2,14 @@ package v1alpha1
 
 import metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-// InstallPhase follows a CSV's phases.
-// +kubebuilder:validation:Enum=Pending;InstallReady;Installing;Succeeded;Failed;Replacing;Replaced
+// InstallPhase follows a CSV's phases, less InstallReady: Hookwright
+// claims CRDs and installs in one pass, so that state is never observable.
+// +kubebuilder:validation:Enum=Pending;Installing;Succeeded;Failed;Replacing;Replaced
 type InstallPhase string
 
 const (
 	// PhasePending: waiting for something outside Hookwright (a CRD to exist).
 	PhasePending InstallPhase = "Pending"
-	// PhaseInstallReady: preflight passed and ownership claimed.
-	PhaseInstallReady InstallPhase = "InstallReady"
 	// PhaseInstalling: certificates, Deployments or conversion in progress.
 	PhaseInstalling InstallPhase = "Installing"
 	// PhaseSucceeded: every conversion CRD is configured and verified.
@@ -42,7 +41,7 @@ type WebhookInstallStatus struct {
 	// +optional
 	Message string `json:"message,omitempty"`
 	// Conditions: Ready, CertificatesReady, WebhooksAvailable,
-	// ConversionConfigured, ConversionVerified.
+	// ConversionConfigured, ConversionVerified, ConversionContested.
 	// +listType=map
 	// +listMapKey=type
 	// +optional
@@ -156,7 +155,8 @@ type RotationRecord struct {
 	// Kind of certificate.
 	Kind RotationKind `json:"kind"`
 	// Reason: Initial, Expiring, Manual, Missing, Invalid, PolicyChanged,
-	// NamesChanged or CAChanged.
+	// NamesChanged, CAChanged, or CARotation (the serving certificate
+	// reissued from the new CA when a CA rotation promotes it).
 	Reason string `json:"reason"`
 	// Message gives the details (for Manual: the admin's request).
 	// +optional

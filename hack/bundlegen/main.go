@@ -375,7 +375,7 @@ func ownedCRDs() []operatorsv1alpha1.CRDDescription {
 			{Path: "replaces", DisplayName: "Replaces", Description: "The WebhookInstall in this namespace that this one upgrades.", XDescriptors: []string{"urn:alm:descriptor:com.tectonic.ui:text"}},
 		},
 		StatusDescriptors: []operatorsv1alpha1.StatusDescriptor{
-			{Path: "phase", DisplayName: "Phase", Description: "Pending, InstallReady, Installing, Succeeded or Failed.", XDescriptors: []string{"urn:alm:descriptor:io.kubernetes.phase"}},
+			{Path: "phase", DisplayName: "Phase", Description: "Pending, Installing, Succeeded, Failed, Replacing or Replaced.", XDescriptors: []string{"urn:alm:descriptor:io.kubernetes.phase"}},
 			{Path: "reason", DisplayName: "Reason", Description: "Why the install is in its phase.", XDescriptors: []string{"urn:alm:descriptor:io.kubernetes.phase:reason"}},
 			{Path: "conditions", DisplayName: "Conditions", Description: "Ready, CertificatesReady, WebhooksAvailable, ConversionConfigured and ConversionVerified.", XDescriptors: []string{"urn:alm:descriptor:io.kubernetes.conditions"}},
 			{Path: "certsRotateAt", DisplayName: "Certificates Rotate At", Description: "The earliest renewal time of any certificate.", XDescriptors: []string{"urn:alm:descriptor:text"}},

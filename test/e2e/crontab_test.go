@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -104,5 +105,27 @@ var _ = Describe("The CronTab example installed by Hookwright", Ordered, func() 
 		Expect(err.Error()).To(ContainSubstring("needs five parts"))
 		_, err = list(ctx, "v1")
 		Expect(err).NotTo(HaveOccurred(), "the storage version needs no conversion")
+
+		By("rotating the CA anyway: the webhook answered, so the caBundle is proven; one bad object must not stall renewals")
+		whi := &v1alpha1.WebhookInstall{}
+		readManifest("examples/crontab/webhookinstall.yaml", whi)
+		Expect(cluster.Client.Get(ctx, client.ObjectKeyFromObject(whi), whi)).To(Succeed())
+		const request = "ca: renew despite a broken object"
+		patch := client.MergeFrom(whi.DeepCopy())
+		whi.Annotations = map[string]string{v1alpha1.AnnotationRotate: request}
+		Expect(cluster.Client.Patch(ctx, whi, patch)).To(Succeed())
+		Eventually(func(g Gomega) {
+			got := &v1alpha1.WebhookInstall{}
+			g.Expect(cluster.Client.Get(ctx, client.ObjectKeyFromObject(whi), got)).To(Succeed())
+			g.Expect(got.Status.HandledRotationRequest).To(Equal(request))
+			// Promote is the step gated on a verified read: the serving
+			// certificate moved to the new CA. (The old CA leaves the bundle
+			// after the example's 10-minute trust overlap.)
+			g.Expect(got.Status.Rotations).To(ContainElement(And(
+				HaveField("Kind", v1alpha1.RotationServing), HaveField("Reason", "CARotation"), HaveField("Outcome", v1alpha1.RotationSucceeded))))
+			g.Expect(got.Status.Phase).To(Equal(v1alpha1.PhaseSucceeded), "%s: %s", got.Status.Reason, got.Status.Message)
+			g.Expect(got.Status.ConversionCRDs[0].Message).To(ContainSubstring("the webhook refused an object"))
+			g.Expect(got.Status.ConversionCRDs[0].Message).To(ContainSubstring("default/broken-schedule"))
+		}, 2*time.Minute).Should(Succeed())
 	})
 })

@@ -38,9 +38,9 @@ var managerClusterPermissions = []string{
 	"core/serviceaccounts: create,get",
 	"core/services: create,delete,get,list,patch,update,watch",
 	"events.k8s.io/events: create,patch",
-	"operators.hookwright.dev/webhookinstalls: get,list,patch,update,watch",
 	"operators.hookwright.dev/webhookinstalls/finalizers: update",
 	"operators.hookwright.dev/webhookinstalls/status: get,patch,update",
+	"operators.hookwright.dev/webhookinstalls: get,list,patch,update,watch",
 }
 
 // leaderElectionPermissions is what the manager may do in its namespace:

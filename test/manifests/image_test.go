@@ -326,8 +326,11 @@ var _ = Describe("The operator image", Ordered, func() {
 		cmd.Stdout = io.MultiWriter(output, GinkgoWriter)
 		cmd.Stderr = cmd.Stdout
 		Expect(cmd.Start()).To(Succeed())
-		exited := make(chan error, 1)
-		go func() { exited <- cmd.Wait() }()
+		// exited is closed when the process has ended, waitErr set before:
+		// both the test and the cleanup may wait on it.
+		exited := make(chan struct{})
+		var waitErr error
+		go func() { waitErr = cmd.Wait(); close(exited) }()
 		DeferCleanup(func() {
 			select {
 			case <-exited:
@@ -369,15 +372,35 @@ var _ = Describe("The operator image", Ordered, func() {
 		cluster.Kubelet.Serve(sampleNS, "crontab-webhook", testcluster.HandlerHost{Handler: conversion.NewWebhook(crontab.Converter())})
 		_, err = applyServerSide(ctx, kustomize(ctx, "config/samples"), "--namespace="+sampleNS)
 		Expect(err).NotTo(HaveOccurred())
-		Eventually(func(g Gomega) {
+		verified := func(g Gomega) metav1.Condition {
 			whi := &v1alpha1.WebhookInstall{}
 			g.Expect(cluster.Client.Get(ctx, client.ObjectKey{Namespace: sampleNS, Name: "crontab"}, whi)).To(Succeed())
 			g.Expect(whi.Status.Phase).To(Equal(v1alpha1.PhaseSucceeded), "%s: %s", whi.Status.Reason, whi.Status.Message)
+			for _, c := range whi.Status.Conditions {
+				if c.Type == v1alpha1.TypeConversionVerified {
+					return c
+				}
+			}
+			return metav1.Condition{}
+		}
+		By("without a grant to read CronTabs, the conversion serves but is reported unverified, saying what to grant")
+		Eventually(func(g Gomega) {
+			c := verified(g)
+			g.Expect(c.Reason).To(Equal(v1alpha1.ReasonVerificationForbidden))
+			g.Expect(c.Status).To(Equal(metav1.ConditionUnknown))
+			g.Expect(c.Message).To(ContainSubstring("Grant its ServiceAccount the verbs list and create on crontabs.stable.example.com"))
 		}).WithTimeout(90 * time.Second).Should(Succeed())
+		By("with the example's verifier ClusterRole, Hookwright verifies through the API server")
+		_, err = applyServerSide(ctx, readFile("examples/crontab/verifier-rbac.yaml"))
+		Expect(err).NotTo(HaveOccurred())
+		Eventually(func(g Gomega) {
+			g.Expect(verified(g).Status).To(Equal(metav1.ConditionTrue))
+		}).WithTimeout(60 * time.Second).Should(Succeed())
 
 		By("stopping it as kubelet does: SIGTERM, then a clean exit that releases the Lease")
 		Expect(cmd.Process.Signal(syscall.SIGTERM)).To(Succeed())
-		Eventually(exited).WithTimeout(time.Duration(*dep.Spec.Template.Spec.TerminationGracePeriodSeconds) * time.Second).Should(Receive(BeNil()))
+		Eventually(exited).WithTimeout(time.Duration(*dep.Spec.Template.Spec.TerminationGracePeriodSeconds) * time.Second).Should(BeClosed())
+		Expect(waitErr).NotTo(HaveOccurred(), "a clean exit on SIGTERM")
 		Expect(cluster.Client.Get(ctx, client.ObjectKeyFromObject(lease), lease)).To(Succeed())
 		Expect(lease.Spec.HolderIdentity).To(Or(BeNil(), HaveValue(BeEmpty())))
 

@@ -1,0 +1,43 @@
+package controllers
+
+import (
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	clocktesting "k8s.io/utils/clock/testing"
+
+	v1alpha1 "github.com/hookwright/hookwright/api/v1alpha1"
+)
+
+func TestNextPass(t *testing.T) {
+	now := time.Date(2030, 1, 1, 12, 0, 0, 0, time.UTC)
+	r := &WebhookInstallReconciler{Clock: clocktesting.NewFakePassiveClock(now)}
+	window := func(started time.Duration) []v1alpha1.ConversionCRDStatus {
+		return []v1alpha1.ConversionCRDStatus{{Name: "crontabs.stable.example.com", DriftWindowStart: &metav1.Time{Time: now.Add(-started)}}}
+	}
+	tests := []struct {
+		name       string
+		retryAfter time.Duration
+		rotateIn   time.Duration
+		crds       []v1alpha1.ConversionCRDStatus
+		want       time.Duration
+	}{
+		{"at the next renewal", 0, time.Hour, nil, time.Hour},
+		{"sooner when a step asked", 2 * time.Second, time.Hour, nil, 2 * time.Second},
+		{"when a drift window closes, so a stopped fight clears", 0, time.Hour, window(9 * time.Minute), time.Minute + time.Second},
+		{"a renewal already due runs at once", 0, -time.Minute, nil, time.Millisecond},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := &installState{
+				install:    &v1alpha1.WebhookInstall{Status: v1alpha1.WebhookInstallStatus{ConversionCRDs: tt.crds}},
+				retryAfter: tt.retryAfter,
+				services:   map[string]*serviceCerts{"svc": {rotateAt: now.Add(tt.rotateIn)}},
+			}
+			if got := r.nextPass(s); got != tt.want {
+				t.Errorf("nextPass = %s, want %s", got, tt.want)
+			}
+		})
+	}
+}
