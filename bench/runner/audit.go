@@ -85,6 +85,9 @@ func (a *auditLog) sync() error {
 		return err
 	}
 	defer func() { _ = f.Close() }()
+	if info, err := f.Stat(); err == nil && info.Size() < a.offset {
+		return fmt.Errorf("the audit log %s shrank (rotated?): %d bytes, read up to %d", a.path, info.Size(), a.offset)
+	}
 	if _, err := f.Seek(a.offset, 0); err != nil {
 		return err
 	}

@@ -85,8 +85,15 @@ func (b *bench) p3(ctx context.Context) error {
 // in the same cluster at the same moments.
 func (b *bench) p5(ctx context.Context) error {
 	b.logf("P5: idle RSS")
-	time.Sleep(b.sz.settle / 3)
-	hwIdle, err := steadyMemory(b.operator.pid(), 5, time.Second)
+	var unsettled []string
+	sample := func(name string, p *process) (memory, error) {
+		m, settled, err := settledMemory(p.pid(), b.sz.memoryWait)
+		if err == nil && !settled {
+			unsettled = append(unsettled, name)
+		}
+		return m, err
+	}
+	hwIdle, err := sample("Hookwright idle", b.operator)
 	if err != nil {
 		return err
 	}
@@ -109,8 +116,7 @@ func (b *bench) p5(ctx context.Context) error {
 	if err := b.waitAnchorInjected(ctx, webhooks); err != nil {
 		return err
 	}
-	time.Sleep(b.sz.settle / 3)
-	ccIdle, err := steadyMemory(cc.pid(), 5, time.Second)
+	ccIdle, err := sample("cert-controller idle", cc)
 	if err != nil {
 		return err
 	}
@@ -133,17 +139,17 @@ func (b *bench) p5(ctx context.Context) error {
 	created := time.Since(started)
 	b.logf("P5: created in %s; settling %s", created.Round(time.Second), b.sz.settle)
 	time.Sleep(b.sz.settle)
-	hwLoaded, err := steadyMemory(b.operator.pid(), 5, time.Second)
+	hwLoaded, err := sample("Hookwright loaded", b.operator)
 	if err != nil {
 		return err
 	}
-	ccLoaded, err := steadyMemory(cc.pid(), 5, time.Second)
+	ccLoaded, err := sample("cert-controller loaded", cc)
 	if err != nil {
 		return err
 	}
 	hwHeap, ccHeap := heapInuse(b.operator), heapInuse(cc)
 	b.report.P5 = &p5Result{HWIdle: hwIdle, HWLoaded: hwLoaded, CCIdle: ccIdle, CCLoaded: ccLoaded, HWHeap: hwHeap, CCHeap: ccHeap,
-		Secrets: b.sz.p5Secrets, CRDs: b.sz.p5CRDs, SchemaKB: b.sz.p5SchemaKB, Created: created, Census: b.census(ctx)}
+		Secrets: b.sz.p5Secrets, CRDs: b.sz.p5CRDs, SchemaKB: b.sz.p5SchemaKB, Created: created, Census: b.census(ctx), Unsettled: unsettled}
 	growth := float64(hwLoaded.RSS) / float64(hwIdle.RSS)
 	vsAnchor := float64(hwLoaded.RSS) / float64(ccLoaded.RSS)
 	b.report.setRow(Row{

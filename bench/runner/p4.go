@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"sort"
+	"strings"
 	"time"
 
 	"k8s.io/apimachinery/pkg/types"
@@ -28,6 +30,7 @@ type p4Size struct {
 	Concurrency      float64
 	OperatorCPU      float64 // CPU seconds the operator process used in the window
 	TimedOut         bool
+	Stopped          string    // why the wait ended early
 	StandInPerDeploy []float64 `json:"-"`
 }
 
@@ -56,19 +59,7 @@ func (b *bench) p4Batch(ctx context.Context, n int, last bool) (*p4Size, error) 
 	nss := names(fmt.Sprintf("p4-%d-%%04d", n), n)
 	b.logf("P4 N=%d: preparing %d namespaces with two CRDs each", n, n)
 	prepStart := time.Now()
-	if err := parallel(n, 8, func(i int) error {
-		ns := nss[i]
-		if err := b.namespace(ctx, ns); err != nil {
-			return err
-		}
-		b.cluster.Kubelet.Serve(ns, webhookDeployment, converterHost{})
-		for _, kind := range crdKinds {
-			if err := b.createCRD(ctx, convertedCRD(ns, kind, nil)); err != nil {
-				return err
-			}
-		}
-		return nil
-	}); err != nil {
+	if err := b.prepareInstalls(ctx, nss); err != nil {
 		return nil, err
 	}
 	b.logf("P4 N=%d: %d CRDs ready in %s", n, 2*n, time.Since(prepStart).Round(time.Second))
@@ -97,7 +88,7 @@ func (b *bench) p4Batch(ctx context.Context, n int, last bool) (*p4Size, error) 
 	}
 	res := &p4Size{N: n, CreateSeconds: time.Since(t0).Seconds()}
 	b.logf("P4 N=%d: created in %s; waiting up to %s for every install to be verified", n, secs(res.CreateSeconds), limit.Round(time.Second))
-	done, waitErr := b.observer.waitAll(ctx, b.observer.verified, keys, t0.Add(limit))
+	done, waitErr := b.observer.waitAllStall(ctx, b.observer.verified, keys, t0.Add(limit), 90*time.Second)
 	res.Converged = done
 	end := time.Now()
 	if waitErr == nil {
@@ -109,7 +100,8 @@ func (b *bench) p4Batch(ctx context.Context, n int, last bool) (*p4Size, error) 
 		}
 	} else {
 		res.TimedOut = true
-		b.logf("P4 N=%d: %d of %d verified when the time limit (%s) ran out", n, done, n, limit.Round(time.Second))
+		res.Stopped = waitErr.Error() + "; " + b.unconverged(ctx, keys)
+		b.logf("P4 N=%d: stopped waiting (limit %s): %v", n, limit.Round(time.Second), waitErr)
 	}
 	res.Seconds = end.Sub(t0).Seconds()
 	res.OperatorCPU = cpuSeconds(b.operator.pid()) - cpu0
@@ -165,6 +157,34 @@ func (b *bench) p4Batch(ctx context.Context, n int, last bool) (*p4Size, error) 
 	return res, nil
 }
 
+// unconverged summarizes the reasons of the installs not yet verified.
+func (b *bench) unconverged(ctx context.Context, keys []types.NamespacedName) string {
+	count := map[string]int{}
+	example := map[string]string{}
+	for _, k := range keys {
+		if _, ok := b.observer.get(b.observer.verified, k); ok {
+			continue
+		}
+		whi := &v1alpha1.WebhookInstall{}
+		if err := b.c.Get(ctx, k, whi); err != nil {
+			continue
+		}
+		reason := string(whi.Status.Phase) + "/" + whi.Status.Reason
+		count[reason]++
+		example[reason] = whi.Status.Message
+	}
+	var parts []string
+	for reason, n := range count {
+		msg := example[reason]
+		if len(msg) > 160 {
+			msg = msg[:160] + "…"
+		}
+		parts = append(parts, fmt.Sprintf("%d %s (e.g. %q)", n, reason, msg))
+	}
+	sort.Strings(parts)
+	return "unverified installs: " + strings.Join(parts, ", ")
+}
+
 // p4Rows fits time and writes against N and writes the P4 rows.
 func (b *bench) p4Rows() {
 	sizes := b.report.P4.Sizes
@@ -184,7 +204,7 @@ func (b *bench) p4Rows() {
 	for _, s := range sizes {
 		cell := fmt.Sprintf("N=%d: %s", s.N, secs(s.Seconds))
 		if s.TimedOut {
-			cell = fmt.Sprintf("N=%d: %d of %d in %s (time limit)", s.N, s.Converged, s.N, secs(s.Seconds))
+			cell = fmt.Sprintf("N=%d: %d of %d in %s (stopped: %s)", s.N, s.Converged, s.N, secs(s.Seconds), s.Stopped)
 		}
 		cells = append(cells, cell)
 	}

@@ -180,23 +180,34 @@ func cpuSeconds(pid int) float64 {
 	return (utime + stime) / 100
 }
 
-// steadyMemory samples n times, interval apart, and returns the median RSS
-// and the last (highest) HWM.
-func steadyMemory(pid, n int, interval time.Duration) (memory, error) {
-	var rss []float64
-	var last memory
-	for i := 0; i < n; i++ {
-		if i > 0 {
-			time.Sleep(interval)
-		}
+// settledMemory samples every 2 s until the last 5 RSS samples lie within
+// 3% of their median (a Go process returns freed heap to the OS over
+// minutes), or until limit; it returns that median, the last HWM, and
+// whether it settled.
+func settledMemory(pid int, limit time.Duration) (memory, bool, error) {
+	deadline := time.Now().Add(limit)
+	var window []float64
+	for {
 		m, err := sampleMemory(pid)
 		if err != nil {
-			return memory{}, err
+			return memory{}, false, err
 		}
-		rss = append(rss, float64(m.RSS))
-		last = m
+		window = append(window, float64(m.RSS))
+		if len(window) > 5 {
+			window = window[1:]
+		}
+		if len(window) == 5 {
+			med := percentile(window, 50)
+			lo, hi := percentile(window, 0), percentile(window, 100)
+			if (hi-lo)/med <= 0.03 {
+				return memory{RSS: int64(med), HWM: m.HWM}, true, nil
+			}
+			if time.Now().After(deadline) {
+				return memory{RSS: int64(med), HWM: m.HWM}, false, nil
+			}
+		}
+		time.Sleep(2 * time.Second)
 	}
-	return memory{RSS: int64(percentile(rss, 50)), HWM: last.HWM}, nil
 }
 
 // metrics fetches the Prometheus text exposition of the process.

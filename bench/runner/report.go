@@ -3,6 +3,7 @@ package runner
 import (
 	"fmt"
 	"math"
+	"path/filepath"
 	"sort"
 	"strings"
 	"time"
@@ -22,6 +23,7 @@ type Report struct {
 	Duration    time.Duration
 	Cores       int
 	Smoke       bool
+	Overridden  bool // sizes set by flags: not the published configuration
 	GoVersion   string
 	KubeVersion string
 	Rows        []Row
@@ -32,6 +34,7 @@ type Report struct {
 	P3               *p3Result
 	P4               *p4Result
 	P5               *p5Result
+	Profile          *profileResult
 	CertBench        map[string]float64
 	CertBenchCommand string
 }
@@ -45,6 +48,13 @@ type p1Result struct {
 	RequestsP50, BusyP50     float64 // operator requests in the window, API server time on them
 	Slowest                  string
 	SlowestTimeline          []string
+}
+
+type profileResult struct {
+	Path    string
+	N       int
+	Elapsed time.Duration
+	Top     string
 }
 
 type p2Result struct {
@@ -73,6 +83,7 @@ type p5Result struct {
 	Secrets, CRDs, SchemaKB            int
 	Created                            time.Duration
 	Census                             []string
+	Unsettled                          []string // samples whose RSS had not settled within the wait
 }
 
 func (r *Report) setRow(row Row) {
@@ -112,6 +123,9 @@ func (r *Report) Markdown() string {
 	if r.Smoke {
 		title += " (SMOKE MODE: tiny sizes, the figures mean nothing)"
 	}
+	if r.Overridden {
+		title += " (sizes overridden by flags: not the published configuration)"
+	}
 	w("# %s", title)
 	w("")
 	w("Measured %s on %d cores (%s, kube-apiserver %s), in one run of %s. Reproduce with `make bench` (writes this file).",
@@ -145,6 +159,13 @@ func (r *Report) Markdown() string {
 	}
 	r.details(w)
 	return s.String()
+}
+
+func orNone(list []string) string {
+	if len(list) == 0 {
+		return "none"
+	}
+	return strings.Join(list, ", ")
 }
 
 func orDash(s string) string {
@@ -210,8 +231,8 @@ func (r *Report) details(w func(string, ...any)) {
 		w("")
 	}
 	if p := r.P5; p != nil {
-		w("**P5.** RSS is VmRSS from /proc/<pid>/status, the median of 5 samples 1 s apart once settled; HWM is VmHWM. Idle: after P3's restart, with every install present. Loaded: after creating %d foreign Secrets (2 KiB each, 10 namespaces) and %d foreign CRDs (~%d KB schema each) in %s, and %s to settle. cert-controller runs one rotator for one webhook (its smallest deployment) in the same cluster at the same moments. Go heap in use when loaded: Hookwright %s, cert-controller %s.",
-			p.Secrets, p.CRDs, p.SchemaKB, p.Created.Round(time.Second), r.p5Settle(), mib(p.HWHeap), mib(p.CCHeap))
+		w("**P5.** RSS is VmRSS from /proc/<pid>/status: the median of the last 5 samples taken 2 s apart, once they lie within 3%% of it (not settled within %s: %v); HWM is VmHWM, the peak since the process started. Idle: after P3's restart, with every install present. Loaded: after creating %d foreign Secrets (2 KiB each, 10 namespaces) and %d foreign CRDs (~%d KB schema each) in %s, and %s to settle. cert-controller runs one rotator for one webhook (its smallest deployment) in the same cluster at the same moments. Go heap in use when loaded: Hookwright %s, cert-controller %s.",
+			sizesFor(r.Smoke).memoryWait, orNone(p.Unsettled), p.Secrets, p.CRDs, p.SchemaKB, p.Created.Round(time.Second), r.p5Settle(), mib(p.HWHeap), mib(p.CCHeap))
 		w("")
 		w("What the caches could hold when loaded (JSON as served; Go objects take more):")
 		w("")
@@ -260,6 +281,14 @@ func (r *Report) evidence(w func(string, ...any)) {
 			notes = append(notes, fmt.Sprintf("**P4.** At N=%d the operator ran %0.f concurrent reconcile(s); %.0f reconciles took %s each on average (%.1f per install) and queued items waited %s on average in the workqueue. The API server was serving the operator's requests %.0f%% of the wall time (union of the audit log's request intervals) while the operator process itself used %s of CPU (%.0f%% of the wall time, procfs); the rest is waiting: on the single reconcile worker's sequence of round trips and on the pod stand-in (Deployment written → available %s at p50). Writes by kind: %s.",
 				last.N, last.Concurrency, last.Reconciles, ms(last.ReconcileMean), last.Reconciles/float64(last.N), ms(last.QueueWaitMean), 100*last.BusyFraction,
 				secs(last.OperatorCPU), 100*last.OperatorCPU/last.Seconds, ms(last.StandInP50), last.Breakdown))
+		}
+	}
+	if p := r.Profile; p != nil {
+		row, _ := r.Row("P4")
+		fit, _ := r.Row("P4 fit")
+		if row.Met != "yes" || fit.Met != "yes" {
+			notes = append(notes, fmt.Sprintf("**P4 CPU profile** (`%s`): the same reconciler in process under runtime/pprof (the binary serves no pprof endpoint), resyncing every existing install and then converging %d new ones, %s in all. Top entries by cumulative CPU, limited to Hookwright's controllers (`go tool pprof -top -cum -focus=hookwright/hookwright/controllers`):\n\n```\n%s\n```",
+				filepath.Base(p.Path), p.N, p.Elapsed.Round(time.Second), p.Top))
 		}
 	}
 	if p := r.P5; p != nil {

@@ -51,6 +51,14 @@ type Options struct {
 	Budget time.Duration
 	// Log receives progress lines.
 	Log io.Writer
+	// ProfileDir receives the CPU profile (p4-cpu.pprof); the run's
+	// temporary folder when empty.
+	ProfileDir string
+	// P1, P4, P5Secrets and P5CRDs override the mode's sizes when set
+	// (for partial or calibration runs; the published table uses none).
+	P1                int
+	P4                []int
+	P5Secrets, P5CRDs int
 }
 
 // sizes of the measures.
@@ -70,6 +78,7 @@ type sizes struct {
 	p4MaxPerSize     time.Duration
 	installTimeout   time.Duration
 	foreignNamespace int
+	memoryWait       time.Duration
 }
 
 func sizesFor(smoke bool) sizes {
@@ -78,14 +87,14 @@ func sizesFor(smoke bool) sizes {
 			p1: 3, p2Installs: 1, p2Rotations: 1, p2Lifetime: 20 * time.Second, p2RenewBefore: 14 * time.Second,
 			p4: []int{2, 4}, p5Secrets: 40, p5CRDs: 4, p5SchemaKB: 50, settle: 3 * time.Second,
 			certBenchtime: "1x", reserveAfterP4: time.Minute, p4MaxPerSize: 2 * time.Minute,
-			installTimeout: time.Minute, foreignNamespace: 2,
+			installTimeout: time.Minute, foreignNamespace: 2, memoryWait: 10 * time.Second,
 		}
 	}
 	return sizes{
 		p1: 100, p2Installs: 10, p2Rotations: 2, p2Lifetime: 20 * time.Second, p2RenewBefore: 12 * time.Second,
 		p4: []int{100, 300, 1000}, p5Secrets: 10000, p5CRDs: 1000, p5SchemaKB: 50, settle: 15 * time.Second,
 		certBenchtime: "1s", reserveAfterP4: 4 * time.Minute, p4MaxPerSize: 10 * time.Minute,
-		installTimeout: time.Minute, foreignNamespace: 10,
+		installTimeout: time.Minute, foreignNamespace: 10, memoryWait: 60 * time.Second,
 	}
 }
 
@@ -103,10 +112,12 @@ type bench struct {
 	observer *observer
 	audit    *auditLog
 	operator *process
-	opKube   string
-	ccKube   string
-	opBin    string
-	ccBin    string
+	// operatorDown: the binary is stopped on purpose (P4's profile).
+	operatorDown bool
+	opKube       string
+	ccKube       string
+	opBin        string
+	ccBin        string
 
 	report *Report
 }
@@ -118,7 +129,20 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 		opts.Log = io.Discard
 	}
 	b := &bench{opts: opts, sz: sizesFor(opts.Smoke), log: opts.Log}
-	b.report = &Report{Started: time.Now(), Cores: runtime.NumCPU(), Smoke: opts.Smoke, GoVersion: runtime.Version(), KubeVersion: testcluster.KubeVersion}
+	if opts.P1 > 0 {
+		b.sz.p1 = opts.P1
+	}
+	if len(opts.P4) > 0 {
+		b.sz.p4 = opts.P4
+	}
+	if opts.P5Secrets > 0 {
+		b.sz.p5Secrets = opts.P5Secrets
+	}
+	if opts.P5CRDs > 0 {
+		b.sz.p5CRDs = opts.P5CRDs
+	}
+	b.report = &Report{Started: time.Now(), Cores: runtime.NumCPU(), Smoke: opts.Smoke, GoVersion: runtime.Version(), KubeVersion: testcluster.KubeVersion,
+		Overridden: opts.P1 > 0 || len(opts.P4) > 0 || opts.P5Secrets > 0 || opts.P5CRDs > 0}
 	budget := opts.Budget
 	if budget == 0 {
 		budget = 19 * time.Minute
@@ -170,6 +194,10 @@ func (b *bench) run(ctx context.Context) (retErr error) {
 		Scheme:            harness.Scheme(),
 		CRDDirectoryPaths: []string{filepath.Join(b.root, "config", "crd", "bases")},
 		AuditLog:          true,
+		// envtest's default /24 holds 254 ClusterIPs; the run makes ~1,700 Services.
+		// The audit log is read by offset: it must never rotate (the
+		// default rotates at 100 MB, and a full run writes more).
+		APIServerFlags: map[string]string{"service-cluster-ip-range": "10.0.0.0/16", "audit-log-maxsize": "1000000"},
 	})
 	if err != nil {
 		return err
@@ -211,6 +239,7 @@ func (b *bench) run(ctx context.Context) (retErr error) {
 		{"P1 cert-controller", b.p1Anchor},
 		{"P2", b.p2},
 		{"P4", b.p4},
+		{"P4 profile", b.p4Profile},
 		{"P3", b.p3},
 		{"P5", b.p5},
 	} {
@@ -222,6 +251,9 @@ func (b *bench) run(ctx context.Context) (retErr error) {
 			b.logf("%s FAILED: %v", phase.name, err)
 			errs = append(errs, fmt.Errorf("%s: %w", phase.name, err))
 			b.record(phase.name, err)
+		}
+		if b.operatorDown {
+			continue
 		}
 		if err := b.operator.alive(); err != nil {
 			return errors.Join(append(errs, err)...)
@@ -243,7 +275,7 @@ func (b *bench) startOperator() error {
 	if err != nil {
 		return err
 	}
-	b.operator = p
+	b.operator, b.operatorDown = p, false
 	return nil
 }
 

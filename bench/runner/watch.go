@@ -171,6 +171,13 @@ func (o *observer) phase(key types.NamespacedName) v1alpha1.InstallPhase {
 // waitAll waits until every key is in m, up to deadline; it returns how
 // many were.
 func (o *observer) waitAll(ctx context.Context, m map[types.NamespacedName]time.Time, keys []types.NamespacedName, deadline time.Time) (int, error) {
+	return o.waitAllStall(ctx, m, keys, deadline, 0)
+}
+
+// waitAllStall is waitAll that also gives up when no key arrived for
+// stall (0: never).
+func (o *observer) waitAllStall(ctx context.Context, m map[types.NamespacedName]time.Time, keys []types.NamespacedName, deadline time.Time, stall time.Duration) (int, error) {
+	lastDone, lastChange := -1, time.Now()
 	for {
 		o.mu.Lock()
 		done := 0
@@ -182,6 +189,12 @@ func (o *observer) waitAll(ctx context.Context, m map[types.NamespacedName]time.
 		o.mu.Unlock()
 		if done == len(keys) {
 			return done, nil
+		}
+		if done != lastDone {
+			lastDone, lastChange = done, time.Now()
+		}
+		if stall > 0 && time.Since(lastChange) > stall {
+			return done, fmt.Errorf("%d of %d reached the state; none for %s", done, len(keys), stall)
 		}
 		if time.Now().After(deadline) {
 			return done, fmt.Errorf("%d of %d reached the state in time", done, len(keys))

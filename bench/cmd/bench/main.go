@@ -11,11 +11,22 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"path/filepath"
+	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
 	"github.com/hookwright/hookwright/bench/runner"
 )
+
+// profileDir keeps the CPU profile next to the results file.
+func profileDir(out string) string {
+	if out == "" {
+		return ""
+	}
+	return filepath.Dir(out)
+}
 
 func main() {
 	smoke := flag.Bool("smoke", false, "tiny sizes: check that every measure runs")
@@ -23,10 +34,29 @@ func main() {
 	operator := flag.String("operator", "", "the operator binary (default: built from the repository)")
 	anchor := flag.String("anchor", "", "the cert-controller anchor binary (default: built from bench/certcontroller)")
 	budget := flag.Duration("budget", 0, "time budget of the whole run (default 19m, smoke 5m)")
+	p1 := flag.Int("p1", 0, "override: installs per operator in P1")
+	p4 := flag.String("p4", "", "override: comma-separated P4 sizes (e.g. 100,300)")
+	p5Secrets := flag.Int("p5-secrets", 0, "override: foreign Secrets in P5")
+	p5CRDs := flag.Int("p5-crds", 0, "override: large foreign CRDs in P5")
 	flag.Parse()
+	var sizes []int
+	for _, f := range strings.Split(*p4, ",") {
+		if f == "" {
+			continue
+		}
+		n, err := strconv.Atoi(f)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "bench: --p4:", err)
+			os.Exit(2)
+		}
+		sizes = append(sizes, n)
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	report, err := runner.Run(ctx, runner.Options{Smoke: *smoke, OperatorBin: *operator, AnchorBin: *anchor, Budget: *budget, Log: os.Stderr})
+	report, err := runner.Run(ctx, runner.Options{
+		Smoke: *smoke, OperatorBin: *operator, AnchorBin: *anchor, Budget: *budget, Log: os.Stderr,
+		P1: *p1, P4: sizes, P5Secrets: *p5Secrets, P5CRDs: *p5CRDs, ProfileDir: profileDir(*out),
+	})
 	if report != nil {
 		md := report.Markdown()
 		fmt.Print(md)
