@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strings"
@@ -171,6 +172,7 @@ func (b *bench) run(ctx context.Context) (retErr error) {
 	}
 	defer func() { _ = os.RemoveAll(b.work) }()
 
+	b.report.Commit = gitDescribe(b.root)
 	b.logf("building the operator and the cert-controller anchor")
 	b.opBin, b.ccBin = b.opts.OperatorBin, b.opts.AnchorBin
 	if b.opBin == "" {
@@ -312,6 +314,20 @@ func (b *bench) createCRD(ctx context.Context, crd *apiextensionsv1.CustomResour
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
+}
+
+// gitDescribe names the commit the run measured ("+ local changes" when
+// the work tree differs from it).
+func gitDescribe(root string) string {
+	out, err := exec.Command("git", "-C", root, "rev-parse", "--short", "HEAD").Output()
+	if err != nil {
+		return "unknown commit"
+	}
+	commit := strings.TrimSpace(string(out))
+	if status, err := exec.Command("git", "-C", root, "status", "--porcelain", "--untracked-files=no").Output(); err == nil && len(strings.TrimSpace(string(status))) > 0 {
+		commit += " + local changes"
+	}
+	return commit
 }
 
 // repoRoot is root, or the folder above the working directory holding
