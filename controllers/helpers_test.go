@@ -18,6 +18,16 @@ import (
 	"github.com/hookwright/hookwright/internal/testfixtures"
 )
 
+// widgetNamespace is a fresh namespace with its own widget CRD, served
+// and established: the ground of most specs.
+func widgetNamespace(ctx context.Context) (ns, group, crdName string) {
+	ns = createNamespace(ctx)
+	group = ns + ".hookwright.test"
+	crdName = "widgets." + group
+	createWidgetCRD(ctx, group)
+	return ns, group, crdName
+}
+
 func createNamespace(ctx context.Context) string {
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "ctl-"}}
 	Expect(k8s.Create(ctx, ns)).To(Succeed())

@@ -25,10 +25,7 @@ func startReaders(ctx context.Context, group, ns string, names []string, workers
 var _ = Describe("Certificate rotation", func() {
 	var ns, group, crdName string
 	BeforeEach(func(ctx context.Context) {
-		ns = createNamespace(ctx)
-		group = ns + ".hookwright.test"
-		crdName = "widgets." + group
-		createWidgetCRD(ctx, group)
+		ns, group, crdName = widgetNamespace(ctx)
 		serve(ns, "widget-webhook")
 	})
 

@@ -1,11 +1,9 @@
 package controllers_test
 
 import (
-	"bytes"
 	"context"
 	"io"
 	"path/filepath"
-	"sync"
 	"testing"
 	"time"
 
@@ -24,6 +22,7 @@ import (
 	v1alpha1 "github.com/hookwright/hookwright/api/v1alpha1"
 	"github.com/hookwright/hookwright/controllers"
 	"github.com/hookwright/hookwright/internal/testcluster"
+	"github.com/hookwright/hookwright/internal/testfixtures"
 )
 
 // managerUser is the identity the operator runs as, so the audit log tells
@@ -33,7 +32,7 @@ const managerUser = "hookwright-manager"
 var (
 	cluster    *testcluster.Cluster
 	k8s        client.Client
-	managerLog = &syncBuffer{}
+	managerLog = &testfixtures.SyncBuffer{}
 )
 
 func TestControllers(t *testing.T) {
@@ -91,21 +90,3 @@ var _ = BeforeSuite(func() {
 })
 
 func ptrTo[T any](v T) *T { return &v }
-
-// syncBuffer collects the manager's log lines for the secret-leak check.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}

@@ -57,10 +57,7 @@ func reportReads(what string, r *testfixtures.Reader) {
 var _ = Describe("Upgrading with spec.replaces", func() {
 	var ns, group, crdName string
 	BeforeEach(func(ctx context.Context) {
-		ns = createNamespace(ctx)
-		group = ns + ".hookwright.test"
-		crdName = "widgets." + group
-		createWidgetCRD(ctx, group)
+		ns, group, crdName = widgetNamespace(ctx)
 		cluster.Kubelet.SetPropagationDelay(2 * time.Second)
 		DeferCleanup(func() { cluster.Kubelet.SetPropagationDelay(0) })
 	})

@@ -14,7 +14,6 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 	"syscall"
 	"time"
 
@@ -31,6 +30,7 @@ import (
 	v1alpha1 "github.com/hookwright/hookwright/api/v1alpha1"
 	"github.com/hookwright/hookwright/examples/crontab"
 	"github.com/hookwright/hookwright/internal/testcluster"
+	"github.com/hookwright/hookwright/internal/testfixtures"
 	"github.com/hookwright/hookwright/pkg/conversion"
 )
 
@@ -184,24 +184,6 @@ func freeAddr() string {
 	return l.Addr().String()
 }
 
-// syncBuffer collects a process's output while it runs.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 var _ = Describe("The operator image", Ordered, func() {
 	var (
 		dockerfile []stage
@@ -320,7 +302,7 @@ var _ = Describe("The operator image", Ordered, func() {
 		}
 		// In a pod the namespace comes from the mounted token's folder.
 		args = append(args, "--leader-election-namespace="+namespace)
-		output := &syncBuffer{}
+		output := &testfixtures.SyncBuffer{}
 		cmd := exec.Command(binary, args...)
 		cmd.Env = append(os.Environ(), "KUBECONFIG="+kubeconfig)
 		cmd.Stdout = io.MultiWriter(output, GinkgoWriter)
