@@ -180,11 +180,12 @@ func cpuSeconds(pid int) float64 {
 	return (utime + stime) / 100
 }
 
-// settledMemory samples every 2 s until the last 5 RSS samples lie within
-// 3% of their median (a Go process returns freed heap to the OS over
-// minutes), or until limit; it returns that median, the last HWM, and
-// whether it settled.
+// settledMemory samples every 2 s until the last 10 RSS samples (20 s)
+// lie within 3% of their median (a Go process returns freed heap to the
+// OS over minutes), or until limit; it returns that median, the last HWM,
+// and whether it settled.
 func settledMemory(pid int, limit time.Duration) (memory, bool, error) {
+	const n = 10
 	deadline := time.Now().Add(limit)
 	var window []float64
 	for {
@@ -193,10 +194,10 @@ func settledMemory(pid int, limit time.Duration) (memory, bool, error) {
 			return memory{}, false, err
 		}
 		window = append(window, float64(m.RSS))
-		if len(window) > 5 {
+		if len(window) > n {
 			window = window[1:]
 		}
-		if len(window) == 5 {
+		if len(window) == n {
 			med := percentile(window, 50)
 			lo, hi := percentile(window, 0), percentile(window, 100)
 			if (hi-lo)/med <= 0.03 {
