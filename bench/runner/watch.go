@@ -35,6 +35,7 @@ type observer struct {
 	created   map[types.NamespacedName]time.Time // install first seen
 	serving   map[types.NamespacedName][]servingCert
 	phases    map[types.NamespacedName]v1alpha1.InstallPhase
+	events    int // install add/update events seen: progress short of verification
 	stop      context.CancelFunc
 }
 
@@ -109,6 +110,7 @@ func (o *observer) install(obj any) {
 	o.first(o.created, key)
 	o.mu.Lock()
 	o.phases[key] = whi.Status.Phase
+	o.events++
 	o.mu.Unlock()
 	c := meta.FindStatusCondition(whi.Status.Conditions, v1alpha1.TypeConversionVerified)
 	if c != nil && c.Status == "True" && c.ObservedGeneration == whi.Generation {
@@ -174,12 +176,15 @@ func (o *observer) waitAll(ctx context.Context, m map[types.NamespacedName]time.
 	return o.waitAllStall(ctx, m, keys, deadline, 0)
 }
 
-// waitAllStall is waitAll that also gives up when no key arrived for
-// stall (0: never).
+// waitAllStall is waitAll that also gives up when for stall (0: never)
+// no key arrived and no install changed at all: with one reconcile worker,
+// a large batch gets every first pass before any verification, so only
+// the absence of any install update means the operator is stuck.
 func (o *observer) waitAllStall(ctx context.Context, m map[types.NamespacedName]time.Time, keys []types.NamespacedName, deadline time.Time, stall time.Duration) (int, error) {
-	lastDone, lastChange := -1, time.Now()
+	lastDone, lastEvents, lastChange := -1, -1, time.Now()
 	for {
 		o.mu.Lock()
+		events := o.events
 		done := 0
 		for _, k := range keys {
 			if _, ok := m[k]; ok {
@@ -190,11 +195,11 @@ func (o *observer) waitAllStall(ctx context.Context, m map[types.NamespacedName]
 		if done == len(keys) {
 			return done, nil
 		}
-		if done != lastDone {
-			lastDone, lastChange = done, time.Now()
+		if done != lastDone || events != lastEvents {
+			lastDone, lastEvents, lastChange = done, events, time.Now()
 		}
 		if stall > 0 && time.Since(lastChange) > stall {
-			return done, fmt.Errorf("%d of %d reached the state; none for %s", done, len(keys), stall)
+			return done, fmt.Errorf("%d of %d reached the state; no install changed for %s", done, len(keys), stall)
 		}
 		if time.Now().After(deadline) {
 			return done, fmt.Errorf("%d of %d reached the state in time", done, len(keys))
