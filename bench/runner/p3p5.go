@@ -58,6 +58,7 @@ func (b *bench) p3(ctx context.Context) error {
 		time.Sleep(200 * time.Millisecond)
 	}
 	resync := time.Since(started)
+	b.resyncDone = time.Now()
 	events, err := b.audit.waitQuiet(mark, operatorUser, 3*time.Second, 30*time.Second)
 	if err != nil {
 		return err
@@ -84,7 +85,6 @@ func (b *bench) p3(ctx context.Context) error {
 // large foreign CRDs, next to cert-controller (one rotator, one webhook)
 // in the same cluster at the same moments.
 func (b *bench) p5(ctx context.Context) error {
-	b.logf("P5: idle RSS")
 	var unsettled []string
 	sample := func(name string, p *process) (memory, error) {
 		m, settled, err := settledMemory(p.pid(), b.sz.memoryWait)
@@ -93,11 +93,6 @@ func (b *bench) p5(ctx context.Context) error {
 		}
 		return m, err
 	}
-	hwIdle, err := sample("Hookwright idle", b.operator)
-	if err != nil {
-		return err
-	}
-	hwIdleHeap := heapInuse(b.operator)
 	const ns = "p5-cc"
 	if err := b.namespace(ctx, ns); err != nil {
 		return err
@@ -117,6 +112,21 @@ func (b *bench) p5(ctx context.Context) error {
 	if err := b.waitAnchorInjected(ctx, webhooks); err != nil {
 		return err
 	}
+	// Idle means after the Go runtime's forced GC (every 2 minutes) has
+	// collected the startup and resync garbage of both processes: without
+	// allocation nothing else triggers a GC, and the heap would still
+	// count it.
+	idleFrom := time.Now().Add(b.sz.idleAfter)
+	if after := b.resyncDone.Add(b.sz.idleAfter); after.After(idleFrom) {
+		idleFrom = after
+	}
+	b.logf("P5: idle RSS from %s", idleFrom.Format("15:04:05"))
+	time.Sleep(time.Until(idleFrom))
+	hwIdle, err := sample("Hookwright idle", b.operator)
+	if err != nil {
+		return err
+	}
+	hwIdleHeap := heapInuse(b.operator)
 	ccIdle, err := sample("cert-controller idle", cc)
 	if err != nil {
 		return err

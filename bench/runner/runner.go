@@ -80,6 +80,7 @@ type sizes struct {
 	installTimeout   time.Duration
 	foreignNamespace int
 	memoryWait       time.Duration
+	idleAfter        time.Duration // from the last burst to the idle sample
 }
 
 func sizesFor(smoke bool) sizes {
@@ -88,14 +89,14 @@ func sizesFor(smoke bool) sizes {
 			p1: 3, p2Installs: 1, p2Rotations: 1, p2Lifetime: 20 * time.Second, p2RenewBefore: 14 * time.Second,
 			p4: []int{2, 4}, p5Secrets: 40, p5CRDs: 4, p5SchemaKB: 50, settle: 3 * time.Second,
 			certBenchtime: "1x", reserveAfterP4: time.Minute, p4MaxPerSize: 2 * time.Minute,
-			installTimeout: time.Minute, foreignNamespace: 2, memoryWait: 25 * time.Second,
+			installTimeout: time.Minute, foreignNamespace: 2, memoryWait: 25 * time.Second, idleAfter: 5 * time.Second,
 		}
 	}
 	return sizes{
 		p1: 100, p2Installs: 10, p2Rotations: 2, p2Lifetime: 20 * time.Second, p2RenewBefore: 12 * time.Second,
 		p4: []int{100, 300, 1000}, p5Secrets: 10000, p5CRDs: 1000, p5SchemaKB: 50, settle: 15 * time.Second,
 		certBenchtime: "1s", reserveAfterP4: 4 * time.Minute, p4MaxPerSize: 10 * time.Minute,
-		installTimeout: time.Minute, foreignNamespace: 10, memoryWait: 90 * time.Second,
+		installTimeout: time.Minute, foreignNamespace: 10, memoryWait: 90 * time.Second, idleAfter: 130 * time.Second,
 	}
 }
 
@@ -115,6 +116,7 @@ type bench struct {
 	operator *process
 	// operatorDown: the binary is stopped on purpose (P4's profile).
 	operatorDown bool
+	resyncDone   time.Time // end of P3's resync: P5's idle is measured after it
 	opKube       string
 	ccKube       string
 	opBin        string
