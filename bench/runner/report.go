@@ -27,6 +27,7 @@ type Report struct {
 	GoVersion   string
 	KubeVersion string
 	Commit      string
+	MaxLoad     float64 // highest 1-minute load average seen during the run
 	Rows        []Row
 	Failures    []string
 
@@ -130,8 +131,8 @@ func (r *Report) Markdown() string {
 	}
 	w("# %s", title)
 	w("")
-	w("Measured %s on %d cores (%s, kube-apiserver %s) at commit %s, in one run of %s. Reproduce with `make bench` (writes this file).",
-		r.Started.UTC().Format("2006-01-02 15:04 MST"), r.Cores, r.GoVersion, r.KubeVersion, r.Commit, r.Duration.Round(time.Second))
+	w("Measured %s on %d cores (%s, kube-apiserver %s) at commit %s, in one run of %s; the highest 1-minute load average during the run was %.1f (the benchmark's own processes included). Reproduce with `make bench` (writes this file).",
+		r.Started.UTC().Format("2006-01-02 15:04 MST"), r.Cores, r.GoVersion, r.KubeVersion, r.Commit, r.Duration.Round(time.Second), r.MaxLoad)
 	w("")
 	w("The anchor is open-policy-agent/cert-controller v0.16.0 in a minimal manager of ours (bench/certcontroller), run against the same control plane in the same run. Both operators run as separate processes; API writes are counted from the API server's audit log (level Metadata), memory from /proc/<pid>/status.")
 	w("")

@@ -18,6 +18,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"time"
 
@@ -154,7 +155,9 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 		}
 	}
 	b.deadline = time.Now().Add(budget)
+	stopLoad := b.watchLoad()
 	err := b.run(ctx)
+	stopLoad()
 	b.report.Duration = time.Since(b.report.Started)
 	return b.report, err
 }
@@ -316,6 +319,31 @@ func (b *bench) createCRD(ctx context.Context, crd *apiextensionsv1.CustomResour
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
+}
+
+// watchLoad samples the 1-minute load average every 10 s, so the report
+// shows whether anything else competed for the cores during the run.
+func (b *bench) watchLoad() func() {
+	done := make(chan struct{})
+	stopped := make(chan struct{})
+	go func() {
+		defer close(stopped)
+		for {
+			if raw, err := os.ReadFile("/proc/loadavg"); err == nil {
+				if f := strings.Fields(string(raw)); len(f) > 0 {
+					if v, err := strconv.ParseFloat(f[0], 64); err == nil && v > b.report.MaxLoad {
+						b.report.MaxLoad = v
+					}
+				}
+			}
+			select {
+			case <-done:
+				return
+			case <-time.After(10 * time.Second):
+			}
+		}
+	}()
+	return func() { close(done); <-stopped }
 }
 
 // gitDescribe names the commit the run measured ("+ local changes" when
