@@ -36,23 +36,25 @@ func main() {
 		probeAddr      string
 		leaderElection bool
 		leaderElectNS  string
+		concurrency    int
 	)
 	flag.StringVar(&metricsAddr, "metrics-bind-address", ":8080", "address of the Prometheus metrics endpoint (0 disables it)")
 	flag.StringVar(&probeAddr, "health-probe-bind-address", ":8081", "address of the /healthz and /readyz endpoints")
 	flag.BoolVar(&leaderElection, "leader-elect", true, "elect a leader so that only one replica reconciles at a time")
 	flag.StringVar(&leaderElectNS, "leader-election-namespace", "", "namespace of the leader-election Lease (default: the pod's namespace)")
+	flag.IntVar(&concurrency, "max-concurrent-reconciles", controllers.DefaultConcurrency, "how many WebhookInstalls are reconciled at once")
 	opts := zap.Options{}
 	opts.BindFlags(flag.CommandLine)
 	flag.Parse()
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&opts)))
 
-	if err := run(metricsAddr, probeAddr, leaderElection, leaderElectNS); err != nil {
+	if err := run(metricsAddr, probeAddr, leaderElection, leaderElectNS, concurrency); err != nil {
 		fmt.Fprintln(os.Stderr, "hookwright:", err)
 		os.Exit(1)
 	}
 }
 
-func run(metricsAddr, probeAddr string, leaderElection bool, leaderElectNS string) error {
+func run(metricsAddr, probeAddr string, leaderElection bool, leaderElectNS string, concurrency int) error {
 	scheme := runtime.NewScheme()
 	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, apiextensionsv1.AddToScheme, v1alpha1.AddToScheme} {
 		if err := add(scheme); err != nil {
@@ -78,10 +80,11 @@ func run(metricsAddr, probeAddr string, leaderElection bool, leaderElectNS strin
 		return fmt.Errorf("creating the manager: %w", err)
 	}
 	reconciler := &controllers.WebhookInstallReconciler{
-		Client:    mgr.GetClient(),
-		APIReader: mgr.GetAPIReader(),
-		Recorder:  mgr.GetEventRecorder("hookwright"),
-		Clock:     clock.RealClock{},
+		Client:      mgr.GetClient(),
+		APIReader:   mgr.GetAPIReader(),
+		Recorder:    mgr.GetEventRecorder("hookwright"),
+		Clock:       clock.RealClock{},
+		Concurrency: concurrency,
 	}
 	if err := reconciler.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the WebhookInstall controller: %w", err)
