@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"slices"
 
-	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -45,8 +44,7 @@ func (r *WebhookInstallReconciler) replacement(ctx context.Context, install *v1a
 func (r *WebhookInstallReconciler) yieldToReplacement(ctx context.Context, s *installState, newer *v1alpha1.WebhookInstall) error {
 	var serving []string
 	for _, name := range conversionCRDNames(s.install) {
-		crd := &metav1.PartialObjectMetadata{}
-		crd.SetGroupVersionKind(apiextensionsv1.SchemeGroupVersion.WithKind("CustomResourceDefinition"))
+		crd := crdMetadata()
 		if err := r.Client.Get(ctx, client.ObjectKey{Name: name}, crd); err != nil {
 			if client.IgnoreNotFound(err) != nil {
 				return err
