@@ -72,6 +72,14 @@ func serve(ns, deployment string) *testcluster.WidgetConverter {
 	return converter
 }
 
+// installIn reads an install inside Eventually(func(g Gomega)): a failed
+// read retries instead of failing the spec.
+func installIn(ctx context.Context, g Gomega, ns, name string) *v1alpha1.WebhookInstall {
+	whi := &v1alpha1.WebhookInstall{}
+	g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, whi)).To(Succeed())
+	return whi
+}
+
 func getInstall(ctx context.Context, ns, name string) *v1alpha1.WebhookInstall {
 	whi := &v1alpha1.WebhookInstall{}
 	ExpectWithOffset(1, k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, whi)).To(Succeed())

@@ -62,7 +62,7 @@ var _ = Describe("Certificate rotation", func() {
 			whi.Annotations = map[string]string{v1alpha1.AnnotationRotate: request}
 			Expect(k8s.Patch(ctx, whi, patch)).To(Succeed())
 			Eventually(func(g Gomega) {
-				whi := getInstall(ctx, ns, "widgets")
+				whi := installIn(ctx, g, ns, "widgets")
 				g.Expect(whi.Status.HandledRotationRequest).To(Equal(request))
 				for _, rec := range whi.Status.Rotations {
 					g.Expect(rec.Outcome).NotTo(Equal(v1alpha1.RotationInProgress), "rotation %d still running: %+v", i, rec)
@@ -152,7 +152,7 @@ var _ = Describe("Certificate rotation", func() {
 
 		var rec v1alpha1.RotationRecord
 		Eventually(func(g Gomega) {
-			whi := getInstall(ctx, ns, "widgets")
+			whi := installIn(ctx, g, ns, "widgets")
 			found := false
 			for _, r := range whi.Status.Rotations {
 				if r.Kind == v1alpha1.RotationServing && r.Reason == "Expiring" && r.OldFingerprint == certs.Fingerprint(first) {
@@ -174,7 +174,7 @@ var _ = Describe("Certificate rotation", func() {
 		Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: desired.ServingSecretName("widget-webhook-service")}, serving)).To(Succeed())
 		Expect(k8s.Delete(ctx, serving)).To(Succeed())
 		Eventually(func(g Gomega) {
-			whi := getInstall(ctx, ns, "widgets")
+			whi := installIn(ctx, g, ns, "widgets")
 			g.Expect(whi.Status.Rotations).To(ContainElement(And(
 				HaveField("Kind", v1alpha1.RotationServing), HaveField("Reason", "Missing"), HaveField("Outcome", v1alpha1.RotationSucceeded))))
 			g.Expect(whi.Status.Phase).To(Equal(v1alpha1.PhaseSucceeded))
@@ -186,7 +186,7 @@ var _ = Describe("Certificate rotation", func() {
 		whi.Annotations = map[string]string{v1alpha1.AnnotationRotate: "everything: please"}
 		Expect(k8s.Patch(ctx, whi, patch)).To(Succeed())
 		Eventually(func(g Gomega) {
-			g.Expect(getInstall(ctx, ns, "widgets").Status.HandledRotationRequest).To(Equal("everything: please"))
+			g.Expect(installIn(ctx, g, ns, "widgets").Status.HandledRotationRequest).To(Equal("everything: please"))
 			var events eventsv1.EventList
 			g.Expect(k8s.List(ctx, &events, client.InNamespace(ns))).To(Succeed())
 			g.Expect(events.Items).To(ContainElement(And(

@@ -9,31 +9,14 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/hookwright/hookwright/internal/testcluster"
 )
 
-// auditEvent is the part of an audit.k8s.io/v1 Event (level Metadata) the
-// benchmark reads: who did what to which object, and when the API server
-// received and completed it.
-type auditEvent struct {
-	Stage string `json:"stage"`
-	Verb  string `json:"verb"`
-	User  struct {
-		Username string `json:"username"`
-	} `json:"user"`
-	ObjectRef struct {
-		Resource    string `json:"resource"`
-		Namespace   string `json:"namespace"`
-		Name        string `json:"name"`
-		Subresource string `json:"subresource"`
-		APIGroup    string `json:"apiGroup"`
-	} `json:"objectRef"`
-	RequestURI     string `json:"requestURI"`
-	ResponseStatus struct {
-		Code int `json:"code"`
-	} `json:"responseStatus"`
-	Received  time.Time `json:"requestReceivedTimestamp"`
-	Completed time.Time `json:"stageTimestamp"`
-}
+// auditEvent is the test ground's audit event (who did what to which
+// object, when received and completed), with the benchmark's own notion of
+// a write: dry runs are counted apart.
+type auditEvent struct{ testcluster.AuditEvent }
 
 // isWrite: a request that changes stored state. Dry runs are counted apart
 // (dryRun): the server does the work but stores nothing.

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"time"
 
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
@@ -35,7 +36,14 @@ type AuditEvent struct {
 		Subresource string `json:"subresource"`
 		APIGroup    string `json:"apiGroup"`
 	} `json:"objectRef"`
-	RequestURI string `json:"requestURI"`
+	RequestURI     string `json:"requestURI"`
+	ResponseStatus struct {
+		Code int `json:"code"`
+	} `json:"responseStatus"`
+	// Received and Completed are when the API server received the request
+	// and when it finished this stage.
+	Received  time.Time `json:"requestReceivedTimestamp"`
+	Completed time.Time `json:"stageTimestamp"`
 }
 
 // IsWrite reports whether the request could change stored state (dry runs
