@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"time"
 
@@ -15,9 +16,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 )
 
-// Options configure Serve. Zero values take the defaults, which match
-// controller-runtime's webhook server and the Deployment Hookwright
-// installs.
+// Options configure Serve. Zero values take the defaults; the paths, port
+// and certificate files match controller-runtime's webhook server and the
+// Deployment Hookwright installs.
 type Options struct {
 	// CertDir holds the mounted serving Secret; default
 	// /tmp/k8s-webhook-server/serving-certs.
@@ -42,6 +43,41 @@ type Options struct {
 	// ShutdownTimeout bounds the wait for in-flight reviews after ctx
 	// ends; default 30s, the API server's longest webhook timeout.
 	ShutdownTimeout time.Duration
+
+	// The limits below keep one client from taking the webhook down for
+	// the API server. For each, a negative value turns it off.
+
+	// MaxRequestBytes bounds a ConversionReview body; a larger one is
+	// answered 413 Request Entity Too Large without being read further.
+	// Default 64 MiB. The API server sends one review per object or per
+	// LIST page: an object is at most ~1.5 MiB in etcd and a write body
+	// at most 3 MiB, so a one-object review is a few MiB at most; the
+	// default leaves room for a page of many large objects and still
+	// refuses a 100 MiB body.
+	MaxRequestBytes int64
+	// MaxConcurrentReviews bounds the reviews handled at once (their
+	// bodies, decoded objects and conversions); default 8 per CPU
+	// (GOMAXPROCS, which Go derives from the container's CPU limit), at
+	// least 16. Conversions are CPU-bound, so more only costs memory: up
+	// to about MaxConcurrentReviews x MaxRequestBytes plus the decoded
+	// objects. The readiness path is not counted.
+	MaxConcurrentReviews int
+	// QueueTimeout is how long a review beyond MaxConcurrentReviews waits
+	// for a slot (or until its client gives up) before it is answered 429
+	// Too Many Requests with Retry-After: 1; default 5s. The API server
+	// retries such an answer within its 30 s for the call, so a short
+	// wait absorbs a burst and leaves it time to retry.
+	QueueTimeout time.Duration
+	// ReadHeaderTimeout, ReadTimeout, WriteTimeout and IdleTimeout are
+	// the http.Server's (where, turned off, the first and last fall back
+	// to ReadTimeout); defaults 10s, 30s, 35s and 120s. The API server
+	// gives a conversion call 30 s in all and sends the whole body at
+	// once, so a request still arriving after 30 s is of no use to it;
+	// the write deadline, counted from the end of the headers, allows the
+	// 30 s and a margin; idle connections outlive the API server's 90 s
+	// idle timeout so the client, not the webhook, closes them (a close
+	// racing a new request would fail that conversion).
+	ReadHeaderTimeout, ReadTimeout, WriteTimeout, IdleTimeout time.Duration
 }
 
 func (o Options) withDefaults() Options {
@@ -56,16 +92,44 @@ func (o Options) withDefaults() Options {
 	def(&o.Addr, ":9443")
 	def(&o.Path, "/convert")
 	def(&o.ReadyPath, "/readyz")
-	if o.ShutdownTimeout == 0 {
-		o.ShutdownTimeout = 30 * time.Second
+	defDuration := func(d *time.Duration, v time.Duration) {
+		if *d == 0 {
+			*d = v
+		}
+	}
+	defDuration(&o.ShutdownTimeout, 30*time.Second)
+	defDuration(&o.QueueTimeout, 5*time.Second)
+	defDuration(&o.ReadHeaderTimeout, 10*time.Second)
+	defDuration(&o.ReadTimeout, 30*time.Second)
+	defDuration(&o.WriteTimeout, 35*time.Second)
+	defDuration(&o.IdleTimeout, 120*time.Second)
+	if o.MaxRequestBytes == 0 {
+		o.MaxRequestBytes = defaultMaxRequestBytes
+	}
+	if o.MaxConcurrentReviews == 0 {
+		o.MaxConcurrentReviews = max(16, 8*runtime.GOMAXPROCS(0))
 	}
 	return o
 }
+
+// defaultMaxRequestBytes is the default of Options.MaxRequestBytes.
+const defaultMaxRequestBytes = 64 << 20
+
+// serverTimeout is d for an http.Server field: a negative d is none.
+func serverTimeout(d time.Duration) time.Duration { return max(d, 0) }
 
 // Serve serves wh over TLS until ctx ends, then shuts down gracefully:
 // it stops accepting connections and waits for in-flight reviews. The
 // certificate is reloaded when its files change. Logs go to the
 // logr.Logger in ctx, if any. It returns nil after a clean shutdown.
+//
+// Requests to Path are bounded as Options describe: a body over
+// MaxRequestBytes is answered 413, one that stops arriving 408 (when
+// ReadTimeout cuts it off), a review finding no free slot in time 429
+// with Retry-After, a malformed review 400. A panicking conversion
+// function fails only its review (see Error); a panic elsewhere in
+// handling a request is logged and answered 500. None of these affects
+// other requests.
 func Serve(ctx context.Context, wh *Webhook, opts Options) error {
 	opts = opts.withDefaults()
 	if opts.MetricsRegistry != nil {
@@ -83,7 +147,7 @@ func Serve(ctx context.Context, wh *Webhook, opts Options) error {
 	certs := NewCertLoader(filepath.Join(opts.CertDir, opts.CertName), filepath.Join(opts.CertDir, opts.KeyName))
 
 	mux := http.NewServeMux()
-	mux.Handle(opts.Path, wh)
+	mux.Handle(opts.Path, newGuard(wh, opts))
 	mux.Handle(opts.ReadyPath, certs.ReadyHandler())
 	srv := &http.Server{
 		Handler: mux,
@@ -94,8 +158,10 @@ func Serve(ctx context.Context, wh *Webhook, opts Options) error {
 		// Requests keep the logger but not the cancellation: in-flight
 		// reviews must finish during the graceful shutdown.
 		BaseContext:       func(net.Listener) context.Context { return context.WithoutCancel(ctx) },
-		ReadHeaderTimeout: 10 * time.Second,
-		IdleTimeout:       90 * time.Second,
+		ReadHeaderTimeout: serverTimeout(opts.ReadHeaderTimeout),
+		ReadTimeout:       serverTimeout(opts.ReadTimeout),
+		WriteTimeout:      serverTimeout(opts.WriteTimeout),
+		IdleTimeout:       serverTimeout(opts.IdleTimeout),
 	}
 
 	if l, err := logr.FromContext(ctx); err == nil {
