@@ -22,6 +22,13 @@ test: control-plane verify ## Build the control plane if needed, check generated
 	go vet ./...
 	go test ./... -count=1 -timeout 45m -v
 
+# How long `make fuzz` explores once its instrumented build is done.
+FUZZTIME ?= 1m
+
+.PHONY: fuzz
+fuzz: ## Fuzz the CronTab example's round trip beyond its seed corpus for FUZZTIME (make test runs the seeds; the instrumented build alone takes minutes).
+	go test ./examples/crontab -run '^$$' -fuzz '^FuzzRoundTrip$$' -fuzztime $(FUZZTIME)
+
 .PHONY: demo
 demo: control-plane ## Run the main job on a local control plane (Ctrl-C to stop).
 	go run ./cmd/demo
@@ -44,8 +51,9 @@ fmt: ## gofmt every Go file.
 	gofmt -w $$(git ls-files '*.go')
 
 .PHONY: manifests
-manifests: $(CONTROLLER_GEN) ## Generate the CRD and RBAC manifests from markers.
+manifests: $(CONTROLLER_GEN) ## Generate the CRD and RBAC manifests from markers, and the admission guard from controllers/guard.
 	$(CONTROLLER_GEN) rbac:roleName=hookwright-manager crd:generateEmbeddedObjectMeta=true paths="./api/...;./controllers/..." output:crd:artifacts:config=config/crd/bases output:rbac:artifacts:config=config/rbac
+	go run ./hack/guardgen config/guard/install-authority.yaml
 
 .PHONY: generate
 generate: $(CONTROLLER_GEN) ## Generate deepcopy code.

@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"strings"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -14,6 +15,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	v1alpha1 "github.com/hookwright/hookwright/api/v1alpha1"
@@ -37,24 +39,29 @@ func main() {
 		leaderElection bool
 		leaderElectNS  string
 		concurrency    int
+		metricsSecure  bool
+		authority      controllers.Authority
 	)
-	flag.StringVar(&metricsAddr, "metrics-bind-address", ":8080", "address of the Prometheus metrics endpoint (0 disables it)")
+	flag.StringVar(&metricsAddr, "metrics-bind-address", ":8443", "address of the Prometheus metrics endpoint (0 disables it)")
+	flag.BoolVar(&metricsSecure, "metrics-secure", true, "serve metrics over HTTPS, to scrapers the API server authenticates and authorizes (get on the /metrics non-resource URL); false serves plain HTTP to anyone")
 	flag.StringVar(&probeAddr, "health-probe-bind-address", ":8081", "address of the /healthz and /readyz endpoints")
 	flag.BoolVar(&leaderElection, "leader-elect", true, "elect a leader so that only one replica reconciles at a time")
 	flag.StringVar(&leaderElectNS, "leader-election-namespace", "", "namespace of the leader-election Lease (default: the pod's namespace)")
 	flag.IntVar(&concurrency, "max-concurrent-reconciles", controllers.DefaultConcurrency, "how many WebhookInstalls are reconciled at once")
+	flag.BoolVar(&authority.AllowSystemNamespaces, "allow-system-namespaces", false, "accept WebhookInstalls in Hookwright's own namespace and in kube-* namespaces")
 	opts := zap.Options{}
 	opts.BindFlags(flag.CommandLine)
 	flag.Parse()
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&opts)))
 
-	if err := run(metricsAddr, probeAddr, leaderElection, leaderElectNS, concurrency); err != nil {
+	authority.Namespace, authority.ServiceAccount = ownIdentity()
+	if err := run(metricsServer(metricsAddr, metricsSecure), probeAddr, leaderElection, leaderElectNS, concurrency, authority); err != nil {
 		fmt.Fprintln(os.Stderr, "hookwright:", err)
 		os.Exit(1)
 	}
 }
 
-func run(metricsAddr, probeAddr string, leaderElection bool, leaderElectNS string, concurrency int) error {
+func run(metrics metricsserver.Options, probeAddr string, leaderElection bool, leaderElectNS string, concurrency int, authority controllers.Authority) error {
 	scheme := runtime.NewScheme()
 	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, apiextensionsv1.AddToScheme, v1alpha1.AddToScheme} {
 		if err := add(scheme); err != nil {
@@ -68,7 +75,7 @@ func run(metricsAddr, probeAddr string, leaderElection bool, leaderElectNS strin
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                  scheme,
 		Cache:                   controllers.CacheOptions(),
-		Metrics:                 metricsserver.Options{BindAddress: metricsAddr},
+		Metrics:                 metrics,
 		HealthProbeBindAddress:  probeAddr,
 		LeaderElection:          leaderElection,
 		LeaderElectionID:        "hookwright.operators.hookwright.dev",
@@ -85,6 +92,7 @@ func run(metricsAddr, probeAddr string, leaderElection bool, leaderElectNS strin
 		Recorder:    mgr.GetEventRecorder("hookwright"),
 		Clock:       clock.RealClock{},
 		Concurrency: concurrency,
+		Authority:   authority,
 	}
 	if err := reconciler.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the WebhookInstall controller: %w", err)
@@ -95,6 +103,29 @@ func run(metricsAddr, probeAddr string, leaderElection bool, leaderElectNS strin
 	if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
 		return err
 	}
-	ctrl.Log.Info("Starting Hookwright", "leaderElection", leaderElection)
+	ctrl.Log.Info("Starting Hookwright", "leaderElection", leaderElection, "namespace", authority.Namespace, "serviceAccount", authority.ServiceAccount)
 	return mgr.Start(ctrl.SetupSignalHandler())
+}
+
+// metricsServer serves metrics over HTTPS (a self-signed certificate that
+// controller-runtime generates) to callers whose token the API server
+// accepts and who may get /metrics, as kubebuilder scaffolds it.
+func metricsServer(addr string, secure bool) metricsserver.Options {
+	if !secure {
+		return metricsserver.Options{BindAddress: addr}
+	}
+	return metricsserver.Options{BindAddress: addr, SecureServing: true, FilterProvider: filters.WithAuthenticationAndAuthorization}
+}
+
+// ownIdentity is the namespace and ServiceAccount Hookwright runs as, from
+// the Deployment's downward API (POD_NAMESPACE, POD_SERVICE_ACCOUNT), else
+// from the mounted token's namespace file.
+func ownIdentity() (namespace, serviceAccount string) {
+	namespace, serviceAccount = os.Getenv("POD_NAMESPACE"), os.Getenv("POD_SERVICE_ACCOUNT")
+	if namespace == "" {
+		if raw, err := os.ReadFile("/var/run/secrets/kubernetes.io/serviceaccount/namespace"); err == nil {
+			namespace = strings.TrimSpace(string(raw))
+		}
+	}
+	return namespace, serviceAccount
 }

@@ -59,9 +59,15 @@ var _ = Describe("A steady install", func() {
 	})
 })
 
-// The leak check runs after every spec: no key material in any status,
-// Event or log line the operator produced during the whole suite.
+// After every spec: the shipped RBAC was exactly what the operator used
+// (rbac_test.go), and no key material is in any status, Event or log line
+// the operator produced during the whole suite.
 var _ = AfterSuite(func(ctx context.Context) {
+	expectShippedRBACMatchesUse()
+	expectNoKeyMaterial(ctx)
+})
+
+func expectNoKeyMaterial(ctx context.Context) {
 	var secrets corev1.SecretList
 	Expect(k8s.List(ctx, &secrets, client.MatchingLabels{desired.LabelManagedBy: desired.ManagedByValue})).To(Succeed())
 	var keyLines []string
@@ -90,4 +96,4 @@ var _ = AfterSuite(func(ctx context.Context) {
 			Expect(text).NotTo(ContainSubstring(line), "key material in %s", name)
 		}
 	}
-})
+}

@@ -26,10 +26,20 @@ var (
 		Name: "hookwright_conversion_verifications_total",
 		Help: "Conversions through the API server done to verify a webhook, by result (success, failure, unverifiable).",
 	}, []string{"result"})
+	admissionGuardInForce = prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "hookwright_admission_guard_in_force",
+		Help: "1 when the admission guard (ValidatingAdmissionPolicy hookwright-install-authority and its binding) was in force at the last check before a CRD claim, else 0.",
+	})
+	claimsRefused = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "hookwright_claims_refused_total",
+		Help: "CRD claims Hookwright refused to make on an install's behalf, by reason.",
+	}, []string{"reason"})
 )
 
 func init() {
-	ctrlmetrics.Registry.MustRegister(certificateExpiry, rotationsTotal, rotationDuration, verificationsTotal)
+	ctrlmetrics.Registry.MustRegister(certificateExpiry, rotationsTotal, rotationDuration, verificationsTotal, admissionGuardInForce, claimsRefused)
+	// Alerts use increase(): a series must exist at 0 before its first event.
+	claimsRefused.WithLabelValues(v1alpha1.ReasonAdmissionGuardNotInForce)
 }
 
 // observeStatusMetrics publishes what a written status says.

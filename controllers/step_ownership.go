@@ -3,6 +3,7 @@ package controllers
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -58,6 +59,11 @@ func (r *WebhookInstallReconciler) claimOwnership(ctx context.Context, s *instal
 	if s.halt != nil {
 		return nil
 	}
+	if claims := newClaims(s, toClaim); len(claims) > 0 {
+		if refused, err := r.refuseClaimsWithoutGuard(ctx, s, claims); refused || err != nil {
+			return err
+		}
+	}
 	for _, c := range toClaim {
 		if err := r.claim(ctx, s.install, c.crd); err != nil {
 			if apierrors.IsConflict(err) {
@@ -70,6 +76,18 @@ func (r *WebhookInstallReconciler) claimOwnership(ctx context.Context, s *instal
 		r.Recorder.Eventf(s.install, c.crd, "Normal", "Claimed", "Claim", "Claimed conversion ownership of CRD %s", c.name)
 	}
 	return nil
+}
+
+// newClaims names the CRDs this pass would newly claim: taken now, or
+// taken over from the replaced install once this one serves.
+func newClaims(s *installState, toClaim []*crdState) []string {
+	var names []string
+	for _, c := range s.crds {
+		if c.handover || slices.Contains(toClaim, c) {
+			names = append(names, c.name)
+		}
+	}
+	return names
 }
 
 func (r *WebhookInstallReconciler) claim(ctx context.Context, install *v1alpha1.WebhookInstall, crd *apiextensionsv1.CustomResourceDefinition) error {

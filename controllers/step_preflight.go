@@ -12,9 +12,13 @@ import (
 	v1alpha1 "github.com/hookwright/hookwright/api/v1alpha1"
 )
 
-// preflight reads every conversion CRD live (CRDs are cached as metadata
-// only) and checks it can take a conversion webhook at all.
+// preflight refuses what no install may ask for (authority.go), then reads
+// every conversion CRD live (CRDs are cached as metadata only) and checks
+// it can take a conversion webhook at all.
 func (r *WebhookInstallReconciler) preflight(ctx context.Context, s *installState) error {
+	if r.Authority.refuseOutOfBounds(s); s.halt != nil {
+		return nil
+	}
 	for _, w := range s.webhooks {
 		for _, def := range w.Definitions {
 			for _, name := range def.ConversionCRDs {

@@ -38,21 +38,13 @@ type WebhookInstallReconciler struct {
 	// workers keep a burst of installs from queueing behind each other;
 	// one install is never reconciled twice at once.
 	Concurrency int
+	// Authority bounds what an install may make Hookwright do.
+	Authority Authority
 }
 
 // DefaultConcurrency: measured by `make bench` (P4), one worker let 1,000
 // installs created at once wait minutes in the queue.
 const DefaultConcurrency = 4
-
-// +kubebuilder:rbac:groups=operators.hookwright.dev,resources=webhookinstalls,verbs=get;list;watch;update;patch
-// +kubebuilder:rbac:groups=operators.hookwright.dev,resources=webhookinstalls/status,verbs=get;update;patch
-// +kubebuilder:rbac:groups=operators.hookwright.dev,resources=webhookinstalls/finalizers,verbs=update
-// +kubebuilder:rbac:groups=apps,resources=deployments,verbs=get;list;watch;create;update;patch;delete
-// +kubebuilder:rbac:groups="",resources=services;secrets,verbs=get;list;watch;create;update;patch;delete
-// +kubebuilder:rbac:groups="",resources=serviceaccounts,verbs=get;create
-// +kubebuilder:rbac:groups=apiextensions.k8s.io,resources=customresourcedefinitions,verbs=get;list;watch;patch
-// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
-// +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;list;watch;create;update;patch
 
 // step is one stage of the pipeline. It returns an error for failures
 // worth a retry with backoff, and calls s.stop when later steps must wait.

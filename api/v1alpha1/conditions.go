@@ -63,4 +63,17 @@ const (
 	// ReasonNameTaken: a Deployment, Service or Secret this install needs
 	// belongs to another WebhookInstall that this one does not replace.
 	ReasonNameTaken = "NameTaken"
+	// ReasonAdmissionGuardNotInForce: the ValidatingAdmissionPolicy that
+	// checks an install's creator may patch its CRDs is missing or changed,
+	// so Hookwright claims no new CRD; the message says what to reapply.
+	ReasonAdmissionGuardNotInForce = "AdmissionGuardNotInForce"
+	// ReasonNamespaceNotAllowed: installs are refused in Hookwright's own
+	// namespace and in kube-* namespaces unless the operator allows them.
+	ReasonNamespaceNotAllowed = "NamespaceNotAllowed"
+	// ReasonServiceAccountNotAllowed: a webhook pod would run as
+	// Hookwright's own ServiceAccount.
+	ReasonServiceAccountNotAllowed = "ServiceAccountNotAllowed"
+	// ReasonCRDNotAllowed: the install lists one of Hookwright's own CRDs,
+	// which no install may convert.
+	ReasonCRDNotAllowed = "CRDNotAllowed"
 )

@@ -30,6 +30,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
+	"github.com/hookwright/hookwright/controllers/guard"
 	"github.com/hookwright/hookwright/internal/harness"
 	"github.com/hookwright/hookwright/internal/testcluster"
 )
@@ -200,6 +201,7 @@ func (b *bench) run(ctx context.Context) (retErr error) {
 	b.cluster, err = testcluster.Start(testcluster.Options{
 		Scheme:            harness.Scheme(),
 		CRDDirectoryPaths: []string{filepath.Join(b.root, "config", "crd", "bases")},
+		Objects:           []client.Object{guard.Policy(), guard.Binding()}, // the admission guard, as config/default ships it
 		AuditLog:          true,
 		// envtest's default /24 holds 254 ClusterIPs; the run makes ~1,700 Services.
 		// The audit log is read by offset: it must never rotate (the

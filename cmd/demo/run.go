@@ -21,6 +21,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	v1alpha1 "github.com/hookwright/hookwright/api/v1alpha1"
+	"github.com/hookwright/hookwright/controllers/guard"
 	"github.com/hookwright/hookwright/internal/harness"
 	"github.com/hookwright/hookwright/internal/testcluster"
 )
@@ -49,6 +50,7 @@ func run(ctx context.Context, exitAtEnd bool, rotations int) error {
 	cluster, err := testcluster.Start(testcluster.Options{
 		Scheme:            harness.Scheme(),
 		CRDDirectoryPaths: []string{filepath.Join(root, "config", "crd", "bases")},
+		Objects:           []client.Object{guard.Policy(), guard.Binding()}, // the admission guard, as config/default ships it
 	})
 	if err != nil {
 		return fmt.Errorf("%w (run 'make control-plane' first)", err)

@@ -23,6 +23,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 
@@ -34,6 +35,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/yaml"
 )
@@ -81,6 +83,10 @@ type rendered struct {
 	clusterRoles, roles map[string][]rbacv1.PolicyRule
 	// bindings: role kind/name -> ServiceAccount names bound to it.
 	bindings map[string][]string
+	// plain objects go into the bundle as they are: the admission guard,
+	// and ClusterRoles bound to nobody (for admins to bind, such as the
+	// metrics reader), as operator-sdk bundles carry them.
+	plain []*unstructured.Unstructured
 }
 
 func run(opts options) error {
@@ -123,6 +129,13 @@ func run(opts options) error {
 		group, _, _ := unstructured.NestedString(crd.Object, "spec", "group")
 		plural, _, _ := unstructured.NestedString(crd.Object, "spec", "names", "plural")
 		if err := writeYAML(filepath.Join(manifestsDir, group+"_"+plural+".yaml"), crd.Object); err != nil {
+			return err
+		}
+	}
+	for _, obj := range r.plain {
+		gv, _ := schema.ParseGroupVersion(obj.GetAPIVersion())
+		name := fmt.Sprintf("%s_%s_%s_%s.yaml", obj.GetName(), gv.Group, gv.Version, strings.ToLower(obj.GetKind()))
+		if err := writeYAML(filepath.Join(manifestsDir, name), obj.Object); err != nil {
 			return err
 		}
 	}
@@ -189,6 +202,8 @@ func classify(objs []*unstructured.Unstructured) (*rendered, error) {
 			if err := fromUnstructured(obj, r.deployment); err != nil {
 				return nil, fmt.Errorf("%s: %w", ref, err)
 			}
+		case "ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding":
+			r.plain = append(r.plain, obj)
 		case "ClusterRole", "Role":
 			role := &rbacv1.ClusterRole{} // Role has the same rules field
 			if err := fromUnstructured(obj, role); err != nil {
@@ -196,6 +211,7 @@ func classify(objs []*unstructured.Unstructured) (*rendered, error) {
 			}
 			if obj.GetKind() == "ClusterRole" {
 				r.clusterRoles[obj.GetName()] = role.Rules
+				r.plain = append(r.plain, obj) // until a binding to the manager claims it
 			} else {
 				r.roles[obj.GetName()] = role.Rules
 			}
@@ -213,6 +229,15 @@ func classify(objs []*unstructured.Unstructured) (*rendered, error) {
 			}
 		default:
 			return nil, fmt.Errorf("%s: bundlegen does not know how to carry this kind into the bundle; map it in hack/bundlegen", ref)
+		}
+	}
+	// A ClusterRole bound to someone is granted through the CSV instead.
+	r.plain = slices.DeleteFunc(r.plain, func(obj *unstructured.Unstructured) bool {
+		return obj.GetKind() == "ClusterRole" && len(r.bindings["ClusterRole/"+obj.GetName()]) > 0
+	})
+	for _, obj := range r.plain {
+		if obj.GetKind() == "ClusterRole" {
+			delete(r.clusterRoles, obj.GetName())
 		}
 	}
 	if r.deployment == nil {

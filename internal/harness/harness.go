@@ -106,6 +106,8 @@ func StartOperator(cfg *rest.Config, log logr.Logger, opts ...Option) (*Operator
 	r := &controllers.WebhookInstallReconciler{
 		Client: c, APIReader: mgr.GetAPIReader(),
 		Recorder: mgr.GetEventRecorder("hookwright"), Clock: clock.RealClock{},
+		// As config/default deploys it.
+		Authority: controllers.Authority{Namespace: "hookwright-system", ServiceAccount: "hookwright-manager"},
 	}
 	if err := r.SetupWithManager(mgr); err != nil {
 		return nil, err

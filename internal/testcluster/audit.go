@@ -57,8 +57,9 @@ func (e AuditEvent) IsWrite() bool {
 }
 
 // AuditEvents reads the audit log (Options.AuditLog) from byte offset on,
-// keeping one event per request (stage ResponseComplete), and returns them
-// with the offset to continue from.
+// keeping one event per request (stage ResponseComplete; for a watch,
+// ResponseStarted, since a watch completes only when it closes), and
+// returns them with the offset to continue from.
 func (c *Cluster) AuditEvents(offset int64) ([]AuditEvent, int64, error) {
 	if c.AuditLogPath == "" {
 		return nil, 0, errors.New("the cluster was started without Options.AuditLog")
@@ -80,7 +81,7 @@ func (c *Cluster) AuditEvents(offset int64) ([]AuditEvent, int64, error) {
 		}
 		offset += int64(len(line))
 		var e AuditEvent
-		if json.Unmarshal(line, &e) == nil && e.Stage == "ResponseComplete" {
+		if json.Unmarshal(line, &e) == nil && e.Stage == onePerRequest(e.Verb) {
 			events = append(events, e)
 		}
 		if err != nil {
@@ -88,4 +89,11 @@ func (c *Cluster) AuditEvents(offset int64) ([]AuditEvent, int64, error) {
 		}
 	}
 	return events, offset, nil
+}
+
+func onePerRequest(verb string) string {
+	if verb == "watch" {
+		return "ResponseStarted"
+	}
+	return "ResponseComplete"
 }

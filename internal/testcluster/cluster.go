@@ -29,6 +29,9 @@ type Options struct {
 	// CRDDirectoryPaths and CRDs are installed before Start returns.
 	CRDDirectoryPaths []string
 	CRDs              []*apiextensionsv1.CustomResourceDefinition
+	// Objects are created, in order, once the API server serves (for
+	// example Hookwright's admission guard).
+	Objects []client.Object
 	// APIServerFlags are extra kube-apiserver flags (name without dashes).
 	APIServerFlags map[string]string
 	// AuditLog makes the API server write a Metadata-level audit log to
@@ -131,6 +134,11 @@ func Start(opts Options) (_ *Cluster, retErr error) {
 	}
 	if c.Client, err = client.New(c.Config, client.Options{Scheme: c.Scheme}); err != nil {
 		return nil, err
+	}
+	for _, obj := range opts.Objects {
+		if err := c.Client.Create(context.Background(), obj.DeepCopyObject().(client.Object)); err != nil {
+			return nil, fmt.Errorf("creating %T %s: %w", obj, obj.GetName(), err)
+		}
 	}
 	informers, err := cache.New(c.Config, cache.Options{Scheme: c.Scheme})
 	if err != nil {

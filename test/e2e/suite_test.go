@@ -9,8 +9,10 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
+	"github.com/hookwright/hookwright/controllers/guard"
 	"github.com/hookwright/hookwright/internal/harness"
 	"github.com/hookwright/hookwright/internal/testcluster"
 )
@@ -39,6 +41,7 @@ var _ = BeforeSuite(func() {
 	cluster, err = testcluster.Start(testcluster.Options{
 		Scheme:            harness.Scheme(),
 		CRDDirectoryPaths: []string{filepath.Join("..", "..", "config", "crd", "bases")},
+		Objects:           []client.Object{guard.Policy(), guard.Binding()}, // the admission guard, as config/default ships it
 		Log:               GinkgoLogr,
 	})
 	Expect(err).NotTo(HaveOccurred())

@@ -22,6 +22,7 @@ import (
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	v1alpha1 "github.com/hookwright/hookwright/api/v1alpha1"
+	"github.com/hookwright/hookwright/controllers/guard"
 	"github.com/hookwright/hookwright/internal/harness"
 	"github.com/hookwright/hookwright/internal/testcluster"
 	"github.com/hookwright/hookwright/internal/testfixtures"
@@ -45,6 +46,7 @@ var _ = BeforeSuite(func() {
 	cluster, err = testcluster.Start(testcluster.Options{
 		Scheme:            harness.Scheme(),
 		CRDDirectoryPaths: []string{filepath.Join("..", "..", "config", "crd", "bases")},
+		Objects:           []client.Object{guard.Policy(), guard.Binding()}, // the admission guard, as config/default ships it
 		Log:               GinkgoLogr,
 	})
 	Expect(err).NotTo(HaveOccurred())

@@ -1,0 +1,48 @@
+package controllers
+
+// The manager's ClusterRole, rule by rule, each with the code that uses
+// it. `make manifests` turns these markers into config/rbac/role.yaml, and
+// the controllers suite compares that role with the requests the operator
+// made (the API server's audit log): a rule no suite uses, or a request the
+// role does not allow, fails it. Leader election is granted apart, by a
+// Role in Hookwright's own namespace (config/rbac/leader_election_role.yaml).
+//
+// WebhookInstalls: read through the cache; patch adds and removes the
+// finalizer; status is written with an optimistic-concurrency update.
+// +kubebuilder:rbac:groups=operators.hookwright.dev,resources=webhookinstalls,verbs=get;list;watch;patch
+// +kubebuilder:rbac:groups=operators.hookwright.dev,resources=webhookinstalls/status,verbs=update
+//
+// Finalizers: the OwnerReferencesPermissionEnforcement admission plugin
+// (on in OpenShift and hardened clusters) requires update on the owner's
+// finalizers to set blockOwnerDeletion in the owner references of the
+// Deployments, Services and Secrets Hookwright creates for an install.
+// +kubebuilder:rbac:groups=operators.hookwright.dev,resources=webhookinstalls/finalizers,verbs=update
+//
+// Deployments, Services and Secrets in every namespace, because installs
+// live in any namespace: cached (by Hookwright's label only), written with
+// server-side apply (create is checked when an apply creates), deleted on
+// uninstall and hand-over with UID and resourceVersion preconditions.
+// Secrets are also patched with optimistic concurrency (rotation records).
+// +kubebuilder:rbac:groups=apps,resources=deployments,verbs=get;list;watch;create;patch;delete
+// +kubebuilder:rbac:groups="",resources=services;secrets,verbs=get;list;watch;create;patch;delete
+//
+// ServiceAccounts: a pod spec's missing ServiceAccount is created bare (no
+// permission is ever granted on anyone's behalf); get checks it first.
+// +kubebuilder:rbac:groups="",resources=serviceaccounts,verbs=get;create
+//
+// CRDs: cached as metadata only (list, watch), read live (get), and
+// patched: the ownership claim annotation and spec.conversion (apply).
+// +kubebuilder:rbac:groups=apiextensions.k8s.io,resources=customresourcedefinitions,verbs=get;list;watch;patch
+//
+// The admission guard (controllers/guard): read by name before any new CRD
+// claim, to refuse claims while it is not in force.
+// +kubebuilder:rbac:groups=admissionregistration.k8s.io,resources=validatingadmissionpolicies;validatingadmissionpolicybindings,verbs=get,resourceNames=hookwright-install-authority
+//
+// Events (events.k8s.io): created, and patched when a repeated event
+// becomes a series.
+// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+//
+// The metrics endpoint authenticates and authorizes its scrapers through
+// the API server (controller-runtime's metrics filters).
+// +kubebuilder:rbac:groups=authentication.k8s.io,resources=tokenreviews,verbs=create
+// +kubebuilder:rbac:groups=authorization.k8s.io,resources=subjectaccessreviews,verbs=create
