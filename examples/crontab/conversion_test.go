@@ -65,33 +65,80 @@ func TestRoundTrips(t *testing.T) {
 	}
 }
 
+// fuzzSeeds is FuzzRoundTrip's seed corpus. A plain `go test` (so `make
+// test`) runs each seed as a subtest, without -fuzz; `make fuzz` explores
+// beyond them. TestFuzzSeedsReachEveryField checks that the seeds matter.
+var fuzzSeeds = func() []int64 {
+	seeds := make([]int64, 20)
+	for i := range seeds {
+		seeds[i] = int64(i)
+	}
+	return seeds
+}()
+
 // FuzzRoundTrip feeds random valid v2 objects (from the CRD's own v2
-// schema) through v2 -> v1 -> v2. Run longer with:
-// go test ./examples/crontab -fuzz FuzzRoundTrip
+// schema) through v2 -> v1 -> v2. Run longer with `make fuzz`.
 func FuzzRoundTrip(f *testing.F) {
 	schema := v2Schema(f)
-	for seed := range int64(20) {
+	for _, seed := range fuzzSeeds {
 		f.Add(seed)
 	}
 	f.Fuzz(func(t *testing.T, seed int64) {
-		r := rand.New(rand.NewPCG(uint64(seed), 0))
-		obj := &unstructured.Unstructured{Object: conversiontest.RandomObject(r, schema)}
-		if spec, ok := obj.Object["spec"].(map[string]any); ok {
-			for _, name := range []string{"minute", "hour", "dayOfMonth", "month", "dayOfWeek"} {
-				// The schema's pattern says one field without spaces; the
-				// generator does not know patterns.
-				value, _ := spec[name].(string)
-				spec[name] = strings.Join(strings.Fields(value+"x"), "_")
-			}
-		} else {
-			t.Skip("the generator left spec out") // only optional fields: nothing to convert
-		}
-		obj.SetAPIVersion("stable.example.com/v2")
-		obj.SetKind(crontab.Kind)
-		obj.SetName("fuzz")
-		obj.SetNamespace("default")
-		conversiontest.RoundTrip(t, crontab.Converter(), obj, []string{"v2", "v1"})
+		conversiontest.RoundTrip(t, crontab.Converter(), fuzzObject(schema, seed), []string{"v2", "v1"})
 	})
+}
+
+// fuzzObject is the random v2 CronTab of a seed. A CronTab without spec
+// stays without one: the converter must carry it over as it is.
+func fuzzObject(schema *apiextensionsv1.JSONSchemaProps, seed int64) *unstructured.Unstructured {
+	r := rand.New(rand.NewPCG(uint64(seed), 0))
+	obj := &unstructured.Unstructured{Object: conversiontest.RandomObject(r, schema)}
+	if spec, ok := obj.Object["spec"].(map[string]any); ok {
+		for _, name := range []string{"minute", "hour", "dayOfMonth", "month", "dayOfWeek"} {
+			// The schema's pattern says one field without spaces; the
+			// generator does not know patterns.
+			value, _ := spec[name].(string)
+			spec[name] = strings.Join(strings.Fields(value+"x"), "_")
+		}
+	}
+	obj.SetAPIVersion("stable.example.com/v2")
+	obj.SetKind(crontab.Kind)
+	obj.SetName("fuzz")
+	obj.SetNamespace("default")
+	return obj
+}
+
+// The seed corpus is what `make test` runs of FuzzRoundTrip, so it must
+// reach every field of the v2 schema, and a CronTab without spec.
+func TestFuzzSeedsReachEveryField(t *testing.T) {
+	schema := v2Schema(t)
+	want := map[string]bool{"(no spec)": true}
+	for _, part := range []string{"spec", "status"} {
+		for name := range schema.Properties[part].Properties {
+			want[part+"."+name] = true
+		}
+	}
+	if len(want) < 10 {
+		t.Fatalf("the v2 schema has only %v: has crd.yaml changed?", want)
+	}
+	reached := map[string]bool{}
+	for _, seed := range fuzzSeeds {
+		obj := fuzzObject(schema, seed)
+		if _, ok := obj.Object["spec"]; !ok {
+			reached["(no spec)"] = true
+		}
+		for _, part := range []string{"spec", "status"} {
+			m, _ := obj.Object[part].(map[string]any)
+			for name := range m {
+				reached[part+"."+name] = true
+			}
+		}
+	}
+	for field := range want {
+		if !reached[field] {
+			t.Errorf("no seed of FuzzRoundTrip has %s: add a seed that does", field)
+		}
+	}
 }
 
 func v2Schema(t testing.TB) *apiextensionsv1.JSONSchemaProps {

@@ -37,5 +37,5 @@ var _ = Describe("make demo", func() {
 			Expect(out.String()).To(ContainSubstring(line))
 		}
 		AddReportEntry("demo output", out.String())
-	}, SpecTimeout(5*time.Minute))
+	}, SpecTimeout(20*time.Minute)) // a go build, then a control plane: minutes on a loaded machine, not a property of the demo
 })

@@ -42,6 +42,9 @@ var exercisedElsewhere = map[string]string{
 	"make demo": "test/e2e/demo_test.go runs cmd/demo, what `make demo` runs, with --exit",
 	// The whole test run, this suite included.
 	"make test": "CI",
+	// Open-ended by design, and its instrumented build takes minutes: a
+	// wall-clock budget a loaded machine would miss. Not run here.
+	"make fuzz FUZZTIME=30s": "the docs' `go test ./examples/crontab ... -run '...|FuzzRoundTrip|...'` line, run here and by `make test`, runs FuzzRoundTrip's seed corpus; \"name only make targets that the Makefile defines\" checks that `make fuzz` fuzzes that function",
 	// Would install a second, never-running manager into this cluster.
 	"kubectl apply --server-side -k config/default": "test/manifests/config_test.go applies the same `kubectl kustomize config/default` rendering server-side to a real API server",
 	// Installs controller-gen from the network and rewrites bundle/.
@@ -94,8 +97,11 @@ var _ = Describe("The docs", SpecPriority(-1), func() {
 
 		var failures []string
 		for _, c := range runnable {
+			// Said before it runs: if the spec times out, the last line
+			// names the command that was running.
+			fmt.Fprintf(GinkgoWriter, "$ %s\n", c)
 			out, err := runDocCommand(ctx, root, env, c.text)
-			fmt.Fprintf(GinkgoWriter, "$ %s\n%s", c, out)
+			fmt.Fprint(GinkgoWriter, out)
 			if err != nil {
 				failures = append(failures, fmt.Sprintf("%s\n  %v\n%s", c, err, indent(out)))
 			}
@@ -111,6 +117,44 @@ var _ = Describe("The docs", SpecPriority(-1), func() {
 				Expect(other.MatchString(line)).To(BeFalse(), "%s:%d: write shell commands in a ```sh block, which docs_test.go runs", file, n)
 			})
 		}
+	})
+
+	It("name only make targets that the Makefile defines, and `make fuzz` fuzzes a fuzz test that exists", func() {
+		root := repoRoot()
+		recipes := makeRecipes(filepath.Join(root, "Makefile"))
+		for _, c := range docCommands(root) {
+			words := strings.Fields(c.text)
+			if words[0] != "make" {
+				continue
+			}
+			for _, w := range words[1:] {
+				if !strings.HasPrefix(w, "-") && !strings.Contains(w, "=") {
+					Expect(recipes).To(HaveKey(w), "%s: the Makefile has no target %q", c, w)
+				}
+			}
+		}
+
+		// `make fuzz` is not run (see exercisedElsewhere): check instead
+		// that it runs `go test <package> -fuzz <pattern>` on a Fuzz
+		// function of that package, whose seeds the docs' go test runs.
+		Expect(recipes).To(HaveKey("fuzz"))
+		fuzzLine := regexp.MustCompile(`go test (\./\S+) .*-fuzz '\^(Fuzz\w+)\$\$'`).FindStringSubmatch(recipes["fuzz"])
+		Expect(fuzzLine).NotTo(BeNil(), "make fuzz: want go test ./<package> ... -fuzz '^FuzzName$$', got:\n%s", recipes["fuzz"])
+		pkg, fuzz := fuzzLine[1], fuzzLine[2]
+		tests, err := filepath.Glob(filepath.Join(root, pkg, "*_test.go"))
+		Expect(err).NotTo(HaveOccurred())
+		var source strings.Builder
+		for _, t := range tests {
+			raw, err := os.ReadFile(t)
+			Expect(err).NotTo(HaveOccurred())
+			source.Write(raw)
+		}
+		Expect(source.String()).To(MatchRegexp(`(?m)^func `+fuzz+`\(\w+ \*testing\.F\)`), "make fuzz fuzzes %s, which %s does not define", fuzz, pkg)
+		seeded := false
+		for _, c := range docCommands(root) {
+			seeded = seeded || (strings.HasPrefix(c.text, "go test "+pkg+" ") && strings.Contains(c.text, fuzz) && !strings.Contains(c.text, "-fuzz"))
+		}
+		Expect(seeded).To(BeTrue(), "no doc command runs %s's seed corpus as a plain test (go test %s -run '...%s...')", fuzz, pkg, fuzz)
 	})
 
 	It("list every condition type and reason of api/v1alpha1/conditions.go in the admin guide's tables", func() {
@@ -271,6 +315,26 @@ func stripComment(line string) string {
 	return strings.TrimSpace(line)
 }
 
+// makeRecipes maps each target of a Makefile to its recipe lines.
+func makeRecipes(path string) map[string]string {
+	GinkgoHelper()
+	rule := regexp.MustCompile(`^([a-z][a-z0-9-]*):`)
+	recipes := map[string]string{}
+	target := ""
+	forEachLine(path, func(_ int, line string) {
+		switch m := rule.FindStringSubmatch(line); {
+		case m != nil:
+			target = m[1]
+			recipes[target] += ""
+		case strings.HasPrefix(line, "\t") && target != "":
+			recipes[target] += strings.TrimPrefix(line, "\t") + "\n"
+		default:
+			target = ""
+		}
+	})
+	return recipes
+}
+
 func normalize(command string) string { return strings.Join(strings.Fields(command), " ") }
 
 func forEachLine(path string, fn func(n int, line string)) {
@@ -299,9 +363,11 @@ func commandEnv(kubeconfig string, dirs ...string) []string {
 	return append(env, "KUBECONFIG="+kubeconfig, "PATH="+path)
 }
 
+// runDocCommand runs one command with no deadline of its own: the spec's
+// SpecTimeout bounds them all. Commands such as `go run` and `go test`
+// compile first, which on a loaded machine can take minutes; a
+// per-command limit would measure the machine, not the docs.
 func runDocCommand(ctx context.Context, dir string, env []string, command string) (string, error) {
-	ctx, cancel := context.WithTimeout(ctx, 10*time.Minute)
-	defer cancel()
 	cmd := exec.CommandContext(ctx, "bash", "-o", "pipefail", "-c", command)
 	cmd.Dir, cmd.Env = dir, env
 	var out bytes.Buffer
