@@ -50,7 +50,7 @@ var exercisedElsewhere = map[string]string{
 	// Installs controller-gen from the network and rewrites bundle/.
 	"make bundle VERSION=0.1.0": "`make test` runs `make verify`, which runs `make bundle` at the default VERSION 0.1.0 and fails if bundle/ changes; test/manifests/bundle_test.go validates the bundle",
 	// Needs a webhook serving at localhost:9443 and its ca.crt.
-	"hookwright verify --crd examples/crontab/crd.yaml --samples examples/crontab/samples --webhook https://localhost:9443/convert --ca-file ca.crt": "examples/crontab/conversion_test.go (TestBrokenSamplesFailThroughAWebhook) runs verify.Main, which `hookwright verify` is, with --webhook against a TLS webhook",
+	"hookwright verify --crd examples/crontab/crd.yaml --samples examples/crontab/samples --webhook https://localhost:9443/convert --ca-file ca.crt": "pkg/conversion/verify/verify_test.go (TestBuiltHookwrightVerify) builds hookwright and runs this command against a TLS webhook, with --ca-file: the valid samples pass, a webhook that drops or changes a field fails naming it",
 }
 
 // docCommand is one command line of a ```sh block.

@@ -57,9 +57,15 @@ func LoadSamples(dir string) ([]Sample, error) {
 			if len(bytes.TrimSpace(stripComments(doc))) == 0 {
 				continue
 			}
-			obj := map[string]any{}
-			if err := yaml.Unmarshal(doc, &obj); err != nil {
+			// Through JSON and decodeObject, as answers are decoded, so
+			// that numbers compare by value (YAML alone gives float64).
+			raw, err := yaml.YAMLToJSON(doc)
+			if err != nil {
 				return fmt.Errorf("%s (document %d): %w", path, i+1, err)
+			}
+			obj, err := decodeObject(raw)
+			if err != nil {
+				return fmt.Errorf("%s (document %d): not an object: %w", path, i+1, err)
 			}
 			u := &unstructured.Unstructured{Object: obj}
 			if u.GetAPIVersion() == "" || u.GetKind() == "" || u.GetName() == "" {

@@ -65,6 +65,9 @@ func Run(crd *apiextensionsv1.CustomResourceDefinition, samples []Sample, target
 
 func check(s Sample, from, to string, target Target, counterpart map[string]Sample) []Finding {
 	converted, err := target.Convert(s.Object.DeepCopy(), to)
+	if err == nil {
+		converted, err = normalize(converted)
+	}
 	if err != nil {
 		return []Finding{{Sample: s.Path, From: from, To: to, Problem: "conversion failed: " + err.Error()}}
 	}
@@ -75,6 +78,9 @@ func check(s Sample, from, to string, target Target, counterpart map[string]Samp
 		}
 	}
 	back, err := target.Convert(converted, from)
+	if err == nil {
+		back, err = normalize(back)
+	}
 	if err != nil {
 		return append(findings, Finding{Sample: s.Path, From: to, To: from, Problem: "converting back failed: " + err.Error()})
 	}

@@ -64,9 +64,9 @@ func (w Webhook) Convert(obj *unstructured.Unstructured, toVersion string) (*uns
 	if len(out.Response.ConvertedObjects) != 1 {
 		return nil, fmt.Errorf("webhook answered %d objects for 1", len(out.Response.ConvertedObjects))
 	}
-	converted := &unstructured.Unstructured{}
-	if err := converted.UnmarshalJSON(out.Response.ConvertedObjects[0].Raw); err != nil {
-		return nil, err
+	converted, err := decodeObject(out.Response.ConvertedObjects[0].Raw)
+	if err != nil {
+		return nil, fmt.Errorf("webhook answered an object that is not JSON: %w", err)
 	}
-	return converted, nil
+	return &unstructured.Unstructured{Object: converted}, nil
 }
