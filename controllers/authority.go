@@ -90,7 +90,7 @@ func (r *WebhookInstallReconciler) refuseClaimsWithoutGuard(ctx context.Context,
 	ctrl.LoggerFrom(ctx).Info("Refusing new CRD claims: the admission guard is not in force", "why", why, "crds", claims)
 	s.stop(v1alpha1.PhaseFailed, v1alpha1.ReasonAdmissionGuardNotInForce, fmt.Sprintf(
 		"not claiming CRDs %s: %s, so Hookwright cannot tell whether this install's creator may patch them. "+
-			"Reapply the guard (kubectl apply --server-side -k config/guard, or reinstall Hookwright's bundle); installs that already own their CRDs keep working",
+			"Reapply the guard (kubectl apply --server-side --force-conflicts -k config/guard, or reinstall Hookwright's bundle); installs that already own their CRDs keep working",
 		strings.Join(claims, ", "), why))
 	s.retryWithin(guardRecheck)
 	return true, nil

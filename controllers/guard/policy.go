@@ -38,6 +38,15 @@ const crdsVariable = `has(object.spec.customresourcedefinitions.owned) ? ` +
 	`object.spec.customresourcedefinitions.owned.map(o, o.name).filter(n, ` +
 	`object.spec.webhookdefinitions.exists(w, has(w.conversionCRDs) && n in w.conversionCRDs)) : []`
 
+// authorityRequested: the request creates an install, or changes what it
+// converts (webhookdefinitions, the owned CRDs), what it runs (install) or
+// whose CRDs it takes over (replaces).
+const authorityRequested = `request.operation == 'CREATE' || ` +
+	`object.spec.webhookdefinitions != oldObject.spec.webhookdefinitions || ` +
+	`object.spec.customresourcedefinitions != oldObject.spec.customresourcedefinitions || ` +
+	`object.spec.install != oldObject.spec.install || ` +
+	`object.spec.?replaces.orValue('') != oldObject.spec.?replaces.orValue('')`
+
 // Policy is the guard's ValidatingAdmissionPolicy.
 func Policy() *admissionregistrationv1.ValidatingAdmissionPolicy {
 	validations := make([]admissionregistrationv1.Validation, 0, MaxConversionCRDs+2)
@@ -83,12 +92,17 @@ func Policy() *admissionregistrationv1.ValidatingAdmissionPolicy {
 					},
 				}},
 			},
-			// Only a spec write asks Hookwright for something: finalizer
-			// and metadata updates (Hookwright's own among them) pass, and
-			// status is a subresource the rule does not match.
+			// Only a write to what carries authority asks Hookwright for
+			// something: finalizer, label and other metadata updates
+			// (Hookwright's own among them) pass, status is a subresource
+			// the rule does not match, and so do the certificate policy,
+			// version and display name, which grant nothing (and which a
+			// Go client re-serializes: "10m" comes back as "10m0s"). A new
+			// spec field that names something to run or to convert must be
+			// added here.
 			MatchConditions: []admissionregistrationv1.MatchCondition{{
-				Name:       "spec-written",
-				Expression: "request.operation == 'CREATE' || object.spec != oldObject.spec",
+				Name:       "authority-requested",
+				Expression: authorityRequested,
 			}},
 			Variables:   []admissionregistrationv1.Variable{{Name: "conversionCRDs", Expression: crdsVariable}},
 			Validations: validations,

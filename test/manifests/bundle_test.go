@@ -7,6 +7,11 @@ import (
 	"regexp"
 	"strings"
 
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/hookwright/hookwright/controllers/guard"
+
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	"github.com/operator-framework/api/pkg/manifests"
@@ -54,6 +59,25 @@ var _ = Describe("The OLM bundle", func() {
 			}
 		}
 		Expect(errs).To(BeEmpty())
+	})
+
+	It("carries the admission guard and the metrics reader role as they are in config/", func() {
+		var kinds []string
+		for _, obj := range bundle.Objects {
+			kinds = append(kinds, obj.GetKind()+"/"+obj.GetName())
+		}
+		Expect(kinds).To(ContainElements(
+			"ValidatingAdmissionPolicy/hookwright-install-authority",
+			"ValidatingAdmissionPolicyBinding/hookwright-install-authority",
+			"ClusterRole/hookwright-metrics-reader",
+		))
+		for _, obj := range bundle.Objects {
+			if obj.GetKind() == "ValidatingAdmissionPolicy" {
+				var shipped admissionregistrationv1.ValidatingAdmissionPolicy
+				Expect(runtime.DefaultUnstructuredConverter.FromUnstructured(obj.Object, &shipped)).To(Succeed())
+				Expect(shipped.Spec).To(Equal(guard.Policy().Spec), "the bundle's guard is the one the operator checks for")
+			}
+		}
 	})
 
 	It("describes the operator: version, install modes, the WebhookInstall API", func() {
@@ -153,6 +177,8 @@ var _ = Describe("The OLM bundle", func() {
 			"bundle/metadata/annotations.yaml",
 			"bundle/manifests/hookwright.clusterserviceversion.yaml",
 			"bundle/manifests/operators.hookwright.dev_webhookinstalls.yaml",
+			"bundle/manifests/hookwright-install-authority_admissionregistration.k8s.io_v1_validatingadmissionpolicy.yaml",
+			"bundle/manifests/hookwright-metrics-reader_rbac.authorization.k8s.io_v1_clusterrole.yaml",
 		} {
 			Expect(readFile(path)).To(HavePrefix(generatedHeader), path)
 		}

@@ -2,6 +2,7 @@ package manifests_test
 
 import (
 	"bytes"
+	"crypto/tls"
 	"debug/elf"
 	"fmt"
 	"go/version"
@@ -304,7 +305,8 @@ var _ = Describe("The operator image", Ordered, func() {
 		args = append(args, "--leader-election-namespace="+namespace)
 		output := &testfixtures.SyncBuffer{}
 		cmd := exec.Command(binary, args...)
-		cmd.Env = append(os.Environ(), "KUBECONFIG="+kubeconfig)
+		// The Deployment's downward-API environment.
+		cmd.Env = append(os.Environ(), "KUBECONFIG="+kubeconfig, "POD_NAMESPACE="+namespace, "POD_SERVICE_ACCOUNT="+dep.Spec.Template.Spec.ServiceAccountName)
 		cmd.Stdout = io.MultiWriter(output, GinkgoWriter)
 		cmd.Stderr = cmd.Stdout
 		Expect(cmd.Start()).To(Succeed())
@@ -331,12 +333,29 @@ var _ = Describe("The operator image", Ordered, func() {
 				g.Expect(resp.StatusCode).To(Equal(http.StatusOK))
 			}).Should(Succeed(), url)
 		}
-		Eventually(func(g Gomega) {
-			resp, err := http.Get("http://" + metricsAddr + "/metrics")
+		By("serving metrics over HTTPS to scrapers the API server authenticates and authorizes")
+		scrape := func(g Gomega, token string) int {
+			req, err := http.NewRequestWithContext(ctx, http.MethodGet, "https://"+metricsAddr+"/metrics", nil)
+			g.Expect(err).NotTo(HaveOccurred())
+			if token != "" {
+				req.Header.Set("Authorization", "Bearer "+token)
+			}
+			// A self-signed certificate: who may read is under test here.
+			insecure := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}} //nolint:gosec
+			resp, err := insecure.Do(req)
 			g.Expect(err).NotTo(HaveOccurred())
 			_ = resp.Body.Close()
-			g.Expect(resp.StatusCode).To(Equal(http.StatusOK))
-		}).Should(Succeed())
+			return resp.StatusCode
+		}
+		Eventually(func(g Gomega) { g.Expect(scrape(g, "")).To(Equal(http.StatusUnauthorized)) }).Should(Succeed())
+		_, _, err = run(ctx, nil, kubectl, "--kubeconfig", cluster.KubeconfigPath, "create", "serviceaccount", "prometheus", "--namespace", namespace)
+		Expect(err).NotTo(HaveOccurred())
+		_, _, err = run(ctx, nil, kubectl, "--kubeconfig", cluster.KubeconfigPath, "create", "clusterrolebinding", "prometheus-hookwright-metrics",
+			"--clusterrole=hookwright-metrics-reader", "--serviceaccount="+namespace+":prometheus")
+		Expect(err).NotTo(HaveOccurred())
+		scraper, _, err := run(ctx, nil, kubectl, "--kubeconfig", cluster.KubeconfigPath, "create", "token", "prometheus", "--namespace", namespace, "--duration=1h")
+		Expect(err).NotTo(HaveOccurred())
+		Eventually(func(g Gomega) { g.Expect(scrape(g, strings.TrimSpace(scraper))).To(Equal(http.StatusOK)) }).Should(Succeed())
 
 		lease := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: "hookwright.operators.hookwright.dev"}}
 		Eventually(func(g Gomega) {
