@@ -10,6 +10,7 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1alpha1 "github.com/hookwright/hookwright/api/v1alpha1"
@@ -116,17 +117,35 @@ func (r *WebhookInstallReconciler) convertThroughAPIServer(ctx context.Context, 
 	list.SetAPIVersion(gv)
 	list.SetKind(crd.Spec.Names.ListKind)
 	resource := crd.Spec.Names.Plural + "." + crd.Spec.Group
-	if err := r.APIReader.List(ctx, list, client.Limit(1)); err != nil {
-		if apierrors.IsForbidden(err) {
-			return false, "", &verifyForbiddenError{resource: resource, cause: err.Error()}
-		}
-		if webhookAnswered(err) {
-			return true, fmt.Sprintf("the API server reached the webhook through the caBundle, but the webhook refused an object: %v. Reads of that object at %s fail until the webhook or the object is fixed", err, version), nil
-		}
-		return false, "", err
+	// The status is the install's namespace's to read: it names an object
+	// only from that namespace, so it looks there first and then anywhere.
+	scopes := []string{""}
+	if crd.Spec.Scope == apiextensionsv1.NamespaceScoped {
+		scopes = []string{install.Namespace, ""}
 	}
-	if len(list.Items) > 0 {
-		return true, fmt.Sprintf("read %s at %s through the webhook", client.ObjectKeyFromObject(&list.Items[0]), version), nil
+	for _, scope := range scopes {
+		ours := scope != ""
+		if err := r.APIReader.List(ctx, list, client.Limit(1), client.InNamespace(scope)); err != nil {
+			if apierrors.IsForbidden(err) {
+				return false, "", &verifyForbiddenError{resource: resource, cause: err.Error()}
+			}
+			if !webhookAnswered(err) {
+				return false, "", err
+			}
+			if ours {
+				return true, fmt.Sprintf("the API server reached the webhook through the caBundle, but the webhook refused an object: %v. Reads of that object at %s fail until the webhook or the object is fixed", err, version), nil
+			}
+			ctrl.LoggerFrom(ctx).Info("The webhook refused an object of another namespace", "crd", crd.Name, "version", version, "error", err.Error())
+			return true, fmt.Sprintf("the API server reached the webhook through the caBundle, but the webhook refused an object outside namespace %s "+
+				"(its name and the webhook's answer are kept out of this status; the manager's log has them). Reads of that object at %s fail until the webhook or the object is fixed", install.Namespace, version), nil
+		}
+		if len(list.Items) == 0 {
+			continue
+		}
+		if ours {
+			return true, fmt.Sprintf("read %s at %s through the webhook", client.ObjectKeyFromObject(&list.Items[0]), version), nil
+		}
+		return true, fmt.Sprintf("read an object outside namespace %s at %s through the webhook", install.Namespace, version), nil
 	}
 	probe := &unstructured.Unstructured{}
 	probe.SetAPIVersion(gv)
