@@ -19,6 +19,50 @@ type Policy struct {
 	RenewBefore time.Duration
 }
 
+// The bounds of a policy that rotation can honour. The CRD's validation
+// (api/v1alpha1 CertificatePolicy) enforces the same values; Validate is
+// for objects stored before it did.
+const (
+	// MinCALifetime: a CA rotation hands trust over in several verified
+	// steps; a CA living shorter would spend its life rotating.
+	MinCALifetime = time.Hour
+	// MinServingLifetime: a pass, a Secret write and a hot reload must fit
+	// well inside a serving certificate's life.
+	MinServingLifetime = 10 * time.Second
+	// MinRenewBefore: the margin in which a CA rotation (publish the new
+	// CA, SettleTime, verify, promote, roll out) must finish before the
+	// CA expires, and a serving renewal must roll out.
+	MinRenewBefore = 10 * time.Second
+	// MinServingRenewalInterval is the least servingLifetime-renewBefore:
+	// NotAfter has whole seconds, so a shorter interval would make a new
+	// certificate due at once, and renewal would never stop.
+	MinServingRenewalInterval = 5 * time.Second
+	// MinCARenewalInterval is the least caLifetime-renewBefore: a new CA
+	// must not be due before its rotation has finished.
+	MinCARenewalInterval = 10 * time.Minute
+)
+
+// Validate reports the first bound p breaks, or nil.
+func (p Policy) Validate() error {
+	switch {
+	case p.CALifetime < MinCALifetime:
+		return fmt.Errorf("caLifetime %s is shorter than %s", p.CALifetime, MinCALifetime)
+	case p.ServingLifetime < MinServingLifetime:
+		return fmt.Errorf("servingLifetime %s is shorter than %s", p.ServingLifetime, MinServingLifetime)
+	case p.ServingLifetime > p.CALifetime:
+		return fmt.Errorf("servingLifetime %s exceeds caLifetime %s", p.ServingLifetime, p.CALifetime)
+	case p.RenewBefore == 0:
+		return nil
+	case p.RenewBefore < MinRenewBefore:
+		return fmt.Errorf("renewBefore %s is shorter than %s", p.RenewBefore, MinRenewBefore)
+	case p.ServingLifetime-p.RenewBefore < MinServingRenewalInterval:
+		return fmt.Errorf("renewBefore %s leaves less than %s of servingLifetime %s", p.RenewBefore, MinServingRenewalInterval, p.ServingLifetime)
+	case p.CALifetime-p.RenewBefore < MinCARenewalInterval:
+		return fmt.Errorf("renewBefore %s leaves less than %s of caLifetime %s", p.RenewBefore, MinCARenewalInterval, p.CALifetime)
+	}
+	return nil
+}
+
 // Reason says why a certificate must be (re)issued. The empty reason
 // means the certificate is fine.
 type Reason string

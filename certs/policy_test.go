@@ -347,3 +347,47 @@ func TestCheckServingLongerLifetimeWithShortLivedCA(t *testing.T) {
 		t.Errorf("a certificate capped at the CA's expiry is not a policy change: got %q (%s)", v.Reason, v.Message)
 	}
 }
+
+func TestPolicyValidate(t *testing.T) {
+	valid := Policy{CALifetime: 17520 * time.Hour, ServingLifetime: 2160 * time.Hour}
+	tests := []struct {
+		name   string
+		mutate func(*Policy)
+		want   string // substring of the error; empty: valid
+	}{
+		{"defaults", func(*Policy) {}, ""},
+		{"smallest of everything", func(p *Policy) {
+			p.CALifetime, p.ServingLifetime, p.RenewBefore = time.Hour, 15*time.Second, 10*time.Second
+		}, ""},
+		{"serving as long as the CA", func(p *Policy) { p.ServingLifetime = p.CALifetime }, ""},
+		{"negative CA lifetime", func(p *Policy) { p.CALifetime = -time.Hour }, "caLifetime"},
+		{"CA lifetime under an hour", func(p *Policy) { p.CALifetime = 59 * time.Minute }, "caLifetime"},
+		{"zero serving lifetime", func(p *Policy) { p.ServingLifetime = 0 }, "servingLifetime"},
+		{"serving longer than the CA", func(p *Policy) { p.ServingLifetime = p.CALifetime + time.Second }, "exceeds caLifetime"},
+		{"negative renewBefore", func(p *Policy) { p.RenewBefore = -time.Hour }, "renewBefore"},
+		{"renewBefore under the minimum", func(p *Policy) { p.RenewBefore = 9 * time.Second }, "renewBefore"},
+		{"renewBefore equal to the serving lifetime", func(p *Policy) { p.RenewBefore = p.ServingLifetime }, "servingLifetime"},
+		{"renewBefore leaves 4s of serving", func(p *Policy) {
+			p.ServingLifetime, p.RenewBefore = 20*time.Second, 16*time.Second
+		}, "servingLifetime"},
+		{"renewBefore leaves 5s of serving", func(p *Policy) {
+			p.ServingLifetime, p.RenewBefore = 20*time.Second, 15*time.Second
+		}, ""},
+		{"renewBefore leaves the CA 9m", func(p *Policy) {
+			p.CALifetime, p.ServingLifetime, p.RenewBefore = time.Hour, time.Hour, 51*time.Minute
+		}, "caLifetime"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := valid
+			tt.mutate(&p)
+			err := p.Validate()
+			switch {
+			case tt.want == "" && err != nil:
+				t.Fatalf("Validate() = %v, want nil", err)
+			case tt.want != "" && (err == nil || !strings.Contains(err.Error(), tt.want)):
+				t.Fatalf("Validate() = %v, want an error mentioning %q", err, tt.want)
+			}
+		})
+	}
+}
