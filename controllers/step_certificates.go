@@ -28,7 +28,23 @@ const (
 )
 
 // policyOf turns spec.certificates into a certs.Policy and the trust overlap.
+// A policy the CRD now rejects (stored before its validation had minimums:
+// the API server does not re-validate unchanged objects) gets the default
+// lifetimes and renewal instead, and a negative overlap the default one:
+// rotation cannot honour such a policy, and a renewBefore as long as the
+// lifetime would renew without end.
 func policyOf(install *v1alpha1.WebhookInstall) (certs.Policy, time.Duration) {
+	p, overlap := specPolicy(install)
+	if p.Validate() != nil {
+		p = certs.Policy{KeyAlgorithm: p.KeyAlgorithm, CALifetime: defaultCALifetime, ServingLifetime: defaultServingLifetime}
+	}
+	if overlap < 0 {
+		overlap = defaultTrustOverlap
+	}
+	return p, overlap
+}
+
+func specPolicy(install *v1alpha1.WebhookInstall) (certs.Policy, time.Duration) {
 	spec := install.Spec.Certificates
 	p := certs.Policy{KeyAlgorithm: certs.KeyAlgorithm(spec.KeyAlgorithm), CALifetime: defaultCALifetime, ServingLifetime: defaultServingLifetime}
 	if spec.CALifetime != nil {
@@ -75,7 +91,9 @@ func (r *WebhookInstallReconciler) ensureCertificates(ctx context.Context, s *in
 		if err := r.execute(ctx, s, w.Service, o, action); err != nil {
 			return r.certificateFailed(s, w.Service, err)
 		}
-		if (action.Kind == rotation.StartCARotation || action.Kind == rotation.IssueServing) && action.Reason == rotation.ReasonManual {
+		// IssueInitial carries out a manual request when it replaces an
+		// expired CA from scratch.
+		if (action.Kind == rotation.StartCARotation || action.Kind == rotation.IssueServing || action.Kind == rotation.IssueInitial) && action.Reason == rotation.ReasonManual {
 			s.handledRequest = s.install.Annotations[v1alpha1.AnnotationRotate]
 		}
 	}

@@ -20,6 +20,7 @@ package rotation
 import (
 	"bytes"
 	"crypto/x509"
+	"fmt"
 	"slices"
 	"time"
 
@@ -72,18 +73,60 @@ const (
 // Action is the planner's decision.
 type Action struct {
 	Kind    ActionKind
-	Reason  string // a certs.Reason, "Manual" or "Initial"
+	Reason  string // a certs.Reason, "Manual", "Initial" or "CAExpired"
 	Message string
 	DueAt   time.Time // for Nothing and Wait: when a timer must fire (zero: wait for an event)
 }
 
-// ReasonManual and ReasonInitial complete certs' reasons for the audit trail.
+// ReasonManual, ReasonInitial and ReasonCAExpired complete certs' reasons
+// for the audit trail.
 const (
 	ReasonManual  = "Manual"
 	ReasonInitial = "Initial"
+	// ReasonCAExpired: the active CA had expired (Hookwright was down, or
+	// a rotation could not finish in time); a new CA was issued from
+	// scratch instead of handed over in order.
+	ReasonCAExpired = "CAExpired"
 )
 
-// Plan returns the next action for one Service.
+// Plan returns the next action for one Service. It decides in this order,
+// so that no certificate is ever issued from an expired or due CA (with
+// the one exception of step 3) and the CA's health always comes before
+// serving renewal:
+//
+//  1. No usable CA: issue a CA and a serving certificate (IssueInitial).
+//  2. The active CA has expired: replace it from scratch (IssueInitial,
+//     ReasonCAExpired, or ReasonManual when an admin asked for a
+//     rotation). The ordered hand-over is pointless then: a chain through
+//     an expired CA never verifies, and every serving certificate it
+//     signed expired with it (IssueServing cuts them to its NotAfter).
+//     The expired CA leaves the caBundle at once, with any Next or
+//     Previous: keeping it until the new pods serve would help no read.
+//  3. The serving certificate cannot be presented at all (missing,
+//     unusable, signed by another CA, wrong names, expired): repair it
+//     from the active CA, even a due one. This is the exception: the
+//     alternative is no certificate, and the repair does not repeat (the
+//     new certificate is valid and, cut to the due CA's expiry, is not
+//     renewed on its own: the CA rotation moves it).
+//  4. A CA rotation under way (Next): a Next that became due, expired or
+//     was changed by policy before promotion is replaced; otherwise the
+//     planner waits for the bundle to settle and promotes. Meanwhile the
+//     serving certificate is renewed from the active CA only if that CA
+//     is not due.
+//  5. The old CA kept as Previous: a serving renewal from a CA that is
+//     not due, else wait for the rollout and the overlap, then prune;
+//     the overlap is cut short when the active CA is already due or
+//     changed by policy (the next rotation cannot start before the prune).
+//  6. The active CA due or changed by policy, or a manual CA request:
+//     start an ordered rotation (a pending manual CA request is carried
+//     out by it, so it never causes a second one).
+//  7. The CA is healthy: renew the serving certificate if due or changed
+//     by policy, or on a manual serving request.
+//  8. Nothing: look again at the earliest renewal time.
+//
+// A due CA therefore never signs a renewal: before, a serving certificate
+// cut to a due CA's expiry was due again right after each reissue, so the
+// pass reissued it in a loop and never rotated the CA.
 func Plan(o Observed) Action {
 	if o.Active == nil {
 		reason, message := string(o.ActiveOK.Reason), o.ActiveOK.Message
@@ -92,43 +135,125 @@ func Plan(o Observed) Action {
 		}
 		return Action{Kind: IssueInitial, Reason: reason, Message: message}
 	}
-	if o.Next != nil {
-		if o.NextTrustedFor == 0 {
-			return Action{Kind: Wait, Message: "publishing the new CA in every CRD's caBundle"}
-		}
-		if o.NextTrustedFor < SettleTime {
-			return Action{Kind: Wait, Message: "letting the API server load the new caBundle", DueAt: o.Now.Add(SettleTime - o.NextTrustedFor)}
-		}
-		return Action{Kind: Promote, Message: "the API server trusts the new CA: moving serving certificates to it"}
+	if !o.Now.Before(o.Active.Cert.NotAfter) {
+		return replaceExpired(o)
 	}
-	if v := o.Policy.CheckServing(o.Serving, o.Active, o.DNSNames, o.Now); !v.OK() {
-		return Action{Kind: IssueServing, Reason: string(v.Reason), Message: v.Message}
+	_, ca := o.Policy.CheckCA(&o.Active.Pair, o.Now)
+	caDue := ca.Reason == certs.ReasonExpiring // due: expired was handled above
+	serving := o.Policy.CheckServing(o.Serving, o.Active, o.DNSNames, o.Now)
+	if unservable(o, serving) {
+		message := serving.Message
+		if caDue {
+			message += "; repaired from the due CA, the CA rotation follows"
+		}
+		return Action{Kind: IssueServing, Reason: string(serving.Reason), Message: message}
+	}
+	if o.Next != nil {
+		if _, next := o.Policy.CheckCA(&o.Next.Pair, o.Now); !next.OK() {
+			return Action{Kind: StartCARotation, Reason: string(next.Reason), Message: "the new CA was not promoted in time and is replaced: " + next.Message}
+		}
+		if o.NextTrustedFor >= SettleTime {
+			return Action{Kind: Promote, Message: "the API server trusts the new CA: moving serving certificates to it"}
+		}
+		if serving.Reason == certs.ReasonExpiring && !caDue {
+			return Action{Kind: IssueServing, Reason: string(serving.Reason), Message: serving.Message}
+		}
+		if o.NextTrustedFor == 0 {
+			return Action{Kind: Wait, Message: "publishing the new CA in every CRD's caBundle", DueAt: wakeAt(o)}
+		}
+		return Action{Kind: Wait, Message: "letting the API server load the new caBundle", DueAt: earliest(o.Now.Add(SettleTime-o.NextTrustedFor), wakeAt(o))}
 	}
 	if o.Previous != nil {
 		switch {
+		case !serving.OK() && !caDue:
+			return Action{Kind: IssueServing, Reason: string(serving.Reason), Message: serving.Message}
 		case !o.RolledOut:
-			return Action{Kind: Wait, Message: "waiting for the webhook pods to serve the new certificate"}
+			return Action{Kind: Wait, Message: "waiting for the webhook pods to serve the new certificate", DueAt: wakeAt(o)}
+		case !ca.OK():
+			return Action{Kind: Prune, Message: "the new CA serves and " + ca.Message + ": removing the old CA before the overlap ends, so the next rotation can start"}
 		case o.Now.Before(o.PruneAt):
-			return Action{Kind: Wait, Message: "keeping the old CA trusted for the overlap period", DueAt: o.PruneAt}
+			return Action{Kind: Wait, Message: "keeping the old CA trusted for the overlap period", DueAt: earliest(o.PruneAt, wakeAt(o))}
 		}
 		return Action{Kind: Prune, Message: "the new CA serves and the overlap has passed: removing the old CA"}
+	}
+	if o.ManualCA != "" {
+		message := o.ManualCA
+		if !ca.OK() {
+			message += " (the CA was also to be replaced: " + ca.Message + ")"
+		}
+		return Action{Kind: StartCARotation, Reason: ReasonManual, Message: message}
+	}
+	if !ca.OK() {
+		return Action{Kind: StartCARotation, Reason: string(ca.Reason), Message: ca.Message}
+	}
+	if !serving.OK() {
+		return Action{Kind: IssueServing, Reason: string(serving.Reason), Message: serving.Message}
 	}
 	if o.ManualServing != "" {
 		return Action{Kind: IssueServing, Reason: ReasonManual, Message: o.ManualServing}
 	}
-	if _, v := o.Policy.CheckCA(&o.Active.Pair, o.Now); !v.OK() {
-		return Action{Kind: StartCARotation, Reason: string(v.Reason), Message: v.Message}
-	}
-	if o.ManualCA != "" {
-		return Action{Kind: StartCARotation, Reason: ReasonManual, Message: o.ManualCA}
-	}
 	due := o.Policy.RenewAt(o.Active.Cert)
-	if serving, err := certs.ParseCert(o.Serving.CertPEM); err == nil {
-		if at := o.Policy.RenewAt(serving); at.Before(due) {
-			due = at
-		}
+	if cert, err := certs.ParseCert(o.Serving.CertPEM); err == nil {
+		due = earliest(due, o.Policy.RenewAt(cert))
 	}
 	return Action{Kind: Nothing, DueAt: due}
+}
+
+// replaceExpired is step 2 of Plan: a new CA from scratch. A pending manual
+// request (CA or serving) is carried out by it and recorded as such.
+func replaceExpired(o Observed) Action {
+	message := fmt.Sprintf("the CA expired at %s: no chain through it verifies, so a new CA is issued from scratch and replaces it in the caBundle at once",
+		o.Active.Cert.NotAfter.UTC().Format(time.RFC3339))
+	for _, manual := range []string{o.ManualCA, o.ManualServing} {
+		if manual != "" {
+			return Action{Kind: IssueInitial, Reason: ReasonManual, Message: manual + " (" + message + ")"}
+		}
+	}
+	return Action{Kind: IssueInitial, Reason: ReasonCAExpired, Message: message}
+}
+
+// unservable: no pod could present the stored serving certificate to the
+// API server successfully, whatever the CA's state.
+func unservable(o Observed, v certs.Verdict) bool {
+	switch v.Reason {
+	case certs.ReasonMissing, certs.ReasonInvalid, certs.ReasonCAChanged, certs.ReasonNamesChanged:
+		return true
+	case certs.ReasonExpiring:
+		cert, err := certs.ParseCert(o.Serving.CertPEM)
+		return err != nil || !o.Now.Before(cert.NotAfter)
+	}
+	return false
+}
+
+// wakeAt is when a waiting Service must be looked at again even if no
+// event comes: the earliest renewal or expiry still ahead.
+func wakeAt(o Observed) time.Time {
+	var at time.Time
+	consider := func(cert *x509.Certificate) {
+		if cert == nil {
+			return
+		}
+		for _, t := range []time.Time{o.Policy.RenewAt(cert), cert.NotAfter} {
+			if t.After(o.Now) && (at.IsZero() || t.Before(at)) {
+				at = t
+			}
+		}
+	}
+	consider(certOf(o.Active))
+	consider(certOf(o.Next))
+	if o.Serving != nil {
+		if cert, err := certs.ParseCert(o.Serving.CertPEM); err == nil {
+			consider(cert)
+		}
+	}
+	return at
+}
+
+func earliest(a, b time.Time) time.Time {
+	if b.IsZero() || (!a.IsZero() && a.Before(b)) {
+		return a
+	}
+	return b
 }
 
 // Bundle is the caBundle the CRDs must carry: every CA a serving

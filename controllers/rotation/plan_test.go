@@ -36,6 +36,13 @@ func TestPlan(t *testing.T) {
 	serving := mustServing(t, fresh, now, policy.ServingLifetime)
 	staleServing := mustServing(t, fresh, now.Add(-25*time.Hour), policy.ServingLifetime)
 	fromOld := mustServing(t, oldCA, now, policy.ServingLifetime)
+	renewServing := policy.RenewAt(parse(t, serving.CertPEM))
+	dueServing := mustServing(t, oldCA, now.Add(-25*time.Hour), policy.ServingLifetime) // due, from the due CA
+	cappedServing := mustServing(t, oldCA, now.Add(-40*time.Hour), 300*time.Hour)       // cut to the due CA's expiry
+	expiredServing := mustServing(t, oldCA, now.Add(-31*time.Hour), policy.ServingLifetime)
+	expiredCA := mustCA(t, now.Add(-301*time.Hour), policy.CALifetime)
+	fromExpired := mustServing(t, expiredCA, now.Add(-10*time.Hour), policy.ServingLifetime)
+	staleNext := mustCA(t, now.Add(-250*time.Hour), policy.CALifetime)
 	base := func() Observed {
 		return Observed{Now: now, Policy: policy, Overlap: time.Minute, DNSNames: certs.ServiceDNSNames("svc", "ns"), Active: fresh, Serving: serving, RolledOut: true}
 	}
@@ -62,8 +69,9 @@ func TestPlan(t *testing.T) {
 			o.Active, o.Serving = oldCA, fromOld
 		}, StartCARotation, string(certs.ReasonExpiring), time.Time{}},
 		{"manual CA", func(o *Observed) { o.ManualCA = "leak" }, StartCARotation, ReasonManual, time.Time{}},
-		{"policy changed algorithm", func(o *Observed) { o.Policy.KeyAlgorithm = certs.ECDSAP384 }, IssueServing, string(certs.ReasonPolicyChanged), time.Time{}},
-		{"next not yet in every CRD", func(o *Observed) { o.Next = next }, Wait, "", time.Time{}},
+		{"policy changed algorithm: the CA first, promotion reissues serving", func(o *Observed) { o.Policy.KeyAlgorithm = certs.ECDSAP384 }, StartCARotation, string(certs.ReasonPolicyChanged), time.Time{}},
+		{"policy changed serving lifetime", func(o *Observed) { o.Policy.ServingLifetime = 20 * time.Hour }, IssueServing, string(certs.ReasonPolicyChanged), time.Time{}},
+		{"next not yet in every CRD", func(o *Observed) { o.Next = next }, Wait, "", renewServing},
 		{"next published but not settled", func(o *Observed) {
 			o.Next, o.NextTrustedFor = next, 500*time.Millisecond
 		}, Wait, "", now.Add(SettleTime - 500*time.Millisecond)},
@@ -72,10 +80,10 @@ func TestPlan(t *testing.T) {
 		}, Promote, "", time.Time{}},
 		{"manual CA waits while a rotation is under way", func(o *Observed) {
 			o.Next, o.ManualCA = next, "again"
-		}, Wait, "", time.Time{}},
+		}, Wait, "", renewServing},
 		{"previous kept until rollout", func(o *Observed) {
 			o.Previous, o.PruneAt, o.RolledOut = oldCA.Cert, now.Add(-time.Second), false
-		}, Wait, "", time.Time{}},
+		}, Wait, "", renewServing},
 		{"previous kept for the overlap", func(o *Observed) {
 			o.Previous, o.PruneAt = oldCA.Cert, now.Add(30*time.Second)
 		}, Wait, "", now.Add(30 * time.Second)},
@@ -85,6 +93,74 @@ func TestPlan(t *testing.T) {
 		{"restart after promote before the serving write: reissue first", func(o *Observed) {
 			o.Previous, o.PruneAt, o.Serving = oldCA.Cert, now, fromOld
 		}, IssueServing, string(certs.ReasonCAChanged), time.Time{}},
+
+		// The CA's health comes before serving renewal; nothing is issued
+		// from a due or expired CA.
+		{"CA and serving due: rotate the CA, never reissue from it", func(o *Observed) {
+			o.Active, o.Serving = oldCA, dueServing
+		}, StartCARotation, string(certs.ReasonExpiring), time.Time{}},
+		{"serving cut to the due CA's expiry: rotate the CA", func(o *Observed) {
+			o.Active, o.Serving = oldCA, cappedServing
+		}, StartCARotation, string(certs.ReasonExpiring), time.Time{}},
+		{"CA and serving due, manual serving: rotate the CA first", func(o *Observed) {
+			o.Active, o.Serving, o.ManualServing = oldCA, dueServing, "leak"
+		}, StartCARotation, string(certs.ReasonExpiring), time.Time{}},
+		{"CA due and manual CA: one rotation carries the request", func(o *Observed) {
+			o.Active, o.Serving, o.ManualCA = oldCA, dueServing, "leak"
+		}, StartCARotation, ReasonManual, time.Time{}},
+		{"rotation under way from a due CA, serving due: wait, no reissue", func(o *Observed) {
+			o.Active, o.Serving, o.Next = oldCA, dueServing, next
+		}, Wait, "", parse(t, dueServing.CertPEM).NotAfter},
+		{"rotation under way from a healthy CA, serving due: renew from it", func(o *Observed) {
+			o.Serving, o.Next = staleServing, next
+		}, IssueServing, string(certs.ReasonExpiring), time.Time{}},
+		{"rotation under way, settled, serving due: promote", func(o *Observed) {
+			o.Active, o.Serving, o.Next, o.NextTrustedFor = oldCA, dueServing, next, SettleTime
+		}, Promote, "", time.Time{}},
+		{"next due before its promotion: replaced", func(o *Observed) {
+			o.Active, o.Serving, o.Next, o.NextTrustedFor = oldCA, dueServing, staleNext, SettleTime
+		}, StartCARotation, string(certs.ReasonExpiring), time.Time{}},
+		{"next expired before its promotion: replaced", func(o *Observed) {
+			o.Next, o.NextTrustedFor = expiredCA, SettleTime
+		}, StartCARotation, string(certs.ReasonExpiring), time.Time{}},
+		{"serving missing, CA due: repaired from it (nothing else to serve)", func(o *Observed) {
+			o.Active, o.Serving = oldCA, nil
+		}, IssueServing, string(certs.ReasonMissing), time.Time{}},
+		{"serving expired, CA due: repaired from it", func(o *Observed) {
+			o.Active, o.Serving = oldCA, expiredServing
+		}, IssueServing, string(certs.ReasonExpiring), time.Time{}},
+		{"serving missing during a rotation: repaired before promotion", func(o *Observed) {
+			o.Serving, o.Next, o.NextTrustedFor = nil, next, SettleTime
+		}, IssueServing, string(certs.ReasonMissing), time.Time{}},
+		{"previous kept, serving due, CA healthy: renewed", func(o *Observed) {
+			o.Previous, o.PruneAt, o.Serving = oldCA.Cert, now.Add(time.Hour), staleServing
+		}, IssueServing, string(certs.ReasonExpiring), time.Time{}},
+		{"previous kept, CA due: the overlap is cut short", func(o *Observed) {
+			o.Active, o.Serving, o.Previous, o.PruneAt = oldCA, dueServing, staleNext.Cert, now.Add(time.Hour)
+		}, Prune, "", time.Time{}},
+		{"overlap longer than the serving renewal: wake for the renewal", func(o *Observed) {
+			o.Previous, o.PruneAt = oldCA.Cert, now.Add(100*time.Hour)
+		}, Wait, "", renewServing},
+
+		// An expired CA is replaced from scratch.
+		{"CA expired", func(o *Observed) {
+			o.Active, o.Serving = expiredCA, fromExpired
+		}, IssueInitial, ReasonCAExpired, time.Time{}},
+		{"CA expired, manual CA request: carried out from scratch", func(o *Observed) {
+			o.Active, o.Serving, o.ManualCA = expiredCA, fromExpired, "it expired"
+		}, IssueInitial, ReasonManual, time.Time{}},
+		{"CA expired, manual serving request: carried out from scratch", func(o *Observed) {
+			o.Active, o.Serving, o.ManualServing = expiredCA, fromExpired, "it expired"
+		}, IssueInitial, ReasonManual, time.Time{}},
+		{"CA expired mid-rotation: from scratch, next dropped", func(o *Observed) {
+			o.Active, o.Serving, o.Next, o.NextTrustedFor = expiredCA, fromExpired, next, SettleTime
+		}, IssueInitial, ReasonCAExpired, time.Time{}},
+		{"CA expired during the overlap: from scratch", func(o *Observed) {
+			o.Active, o.Serving, o.Previous, o.PruneAt = expiredCA, fromExpired, staleNext.Cert, now.Add(time.Hour)
+		}, IssueInitial, ReasonCAExpired, time.Time{}},
+		{"CA expired, serving missing: from scratch", func(o *Observed) {
+			o.Active, o.Serving = expiredCA, nil
+		}, IssueInitial, ReasonCAExpired, time.Time{}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
