@@ -155,8 +155,10 @@ type RotationRecord struct {
 	// Kind of certificate.
 	Kind RotationKind `json:"kind"`
 	// Reason: Initial, Expiring, Manual, Missing, Invalid, PolicyChanged,
-	// NamesChanged, CAChanged, or CARotation (the serving certificate
-	// reissued from the new CA when a CA rotation promotes it).
+	// NamesChanged, CAChanged, CARotation (the serving certificate
+	// reissued from the new CA when a CA rotation promotes it), or
+	// CAExpired (the CA expired while Hookwright was down: reissued from
+	// scratch).
 	Reason string `json:"reason"`
 	// Message gives the details (for Manual: the admin's request).
 	// +optional

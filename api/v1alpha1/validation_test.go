@@ -2,6 +2,7 @@ package v1alpha1_test
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -65,6 +66,28 @@ var _ = Describe("WebhookInstall admission", func() {
 			err := cluster.Client.Create(ctx, whi)
 			Expect(err).To(MatchError(ContainSubstring(message)))
 		},
+		Entry("a deployment name that is no Deployment name", func(w *v1alpha1.WebhookInstall) {
+			w.Spec.Install.Spec.Deployments[0].Name = "CronTab_Webhook"
+			w.Spec.WebhookDefinitions[0].DeploymentName = "CronTab_Webhook"
+		}, "deploymentName must be a Deployment name"),
+		Entry("Hookwright's own CRD", func(w *v1alpha1.WebhookInstall) {
+			w.Spec.CustomResourceDefinitions.Owned = append(w.Spec.CustomResourceDefinitions.Owned, v1alpha1.CRDDescription{Name: "webhookinstalls.operators.hookwright.dev", Version: "v1alpha1", Kind: "WebhookInstall"})
+			w.Spec.WebhookDefinitions[0].ConversionCRDs = append(w.Spec.WebhookDefinitions[0].ConversionCRDs, "webhookinstalls.operators.hookwright.dev")
+		}, "Hookwright's own CRDs (*.operators.hookwright.dev) are never converted by a WebhookInstall"),
+		Entry("more conversion CRDs than the admission guard can check", func(w *v1alpha1.WebhookInstall) {
+			second := w.Spec.WebhookDefinitions[0]
+			second.GenerateName, second.ConversionCRDs = "more-things", nil
+			for i := range 16 { // 1 + 16 conversion CRDs over two webhooks
+				name := fmt.Sprintf("things%d.stable.example.com", i)
+				w.Spec.CustomResourceDefinitions.Owned = append(w.Spec.CustomResourceDefinitions.Owned, v1alpha1.CRDDescription{Name: name, Version: "v1", Kind: "Thing"})
+				if i < 8 {
+					w.Spec.WebhookDefinitions[0].ConversionCRDs = append(w.Spec.WebhookDefinitions[0].ConversionCRDs, name)
+				} else {
+					second.ConversionCRDs = append(second.ConversionCRDs, name)
+				}
+			}
+			w.Spec.WebhookDefinitions = append(w.Spec.WebhookDefinitions, second)
+		}, "an install converts at most 16 CRDs"),
 		Entry("deploymentName names no install deployment", func(w *v1alpha1.WebhookInstall) {
 			w.Spec.WebhookDefinitions[0].DeploymentName = "elsewhere"
 		}, "every webhookdefinitions[].deploymentName must name a deployment in install.spec.deployments"),

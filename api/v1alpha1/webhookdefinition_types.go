@@ -26,9 +26,13 @@ type WebhookDefinition struct {
 	// +kubebuilder:validation:Enum=ValidatingAdmissionWebhook;MutatingAdmissionWebhook;ConversionWebhook
 	Type operatorsv1alpha1.WebhookAdmissionType `json:"type"`
 
-	// DeploymentName names the install deployment serving this webhook.
+	// DeploymentName names the install deployment serving this webhook: a
+	// Deployment name (DNS-1123 subdomain), from which Hookwright derives
+	// valid Service and Secret names (controllers/desired/names.go). The
+	// deployments' own names are checked through it: every webhook names one.
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:XValidation:rule="self.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?([.][a-z0-9]([-a-z0-9]*[a-z0-9])?)*$')",message="deploymentName must be a Deployment name (lowercase letters, digits, '-' and '.', starting and ending with a letter or digit); rename the deployment in install.spec.deployments too"
 	DeploymentName string `json:"deploymentName"`
 
 	// ContainerPort is the Service port the API server calls.

@@ -37,8 +37,10 @@ func dns1035(name string) string {
 		out = "w-" + out
 	}
 	if len(out) > 63 {
+		// 64 bits of hash: distinct long names never share a Service.
 		sum := sha256.Sum256([]byte(name))
-		out = strings.TrimRight(out[:54], "-") + "-" + hex.EncodeToString(sum[:4])
+		suffix := hex.EncodeToString(sum[:8])
+		out = strings.TrimRight(out[:63-1-len(suffix)], "-") + "-" + suffix
 	}
 	return out
 }

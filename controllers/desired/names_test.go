@@ -1,6 +1,7 @@
 package desired
 
 import (
+	"regexp"
 	"strings"
 	"testing"
 
@@ -70,6 +71,13 @@ func TestServiceNameLong(t *testing.T) {
 				t.Errorf("ServiceName(%q) and ServiceName(%q) are both %q: distinct long names must stay distinct", tt.a, tt.b, ga)
 			}
 		})
+	}
+}
+
+func TestServiceNameLongKeepsA64BitHash(t *testing.T) {
+	got := ServiceName(strings.Repeat("webhook.", 12))
+	if !regexp.MustCompile(`-[0-9a-f]{16}$`).MatchString(got) {
+		t.Fatalf("ServiceName of a long name = %q, want it to end in 16 hex digits (64 bits of hash)", got)
 	}
 }
 
