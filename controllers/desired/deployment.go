@@ -50,9 +50,10 @@ func Deployment(install *v1alpha1.WebhookInstall, spec operatorsv1alpha1.Strateg
 		pod.Annotations = map[string]string{}
 	}
 	pod.Annotations[AnnotationServingCert] = serving.Fingerprint
+	keyMode := KeyFileMode(pod.Spec)
 	pod.Spec.Volumes = append(withoutVolumes(pod.Spec.Volumes, servingVolume, apiserverVolume),
-		secretVolume(servingVolume, serving.SecretName, corev1.TLSCertKey, corev1.TLSPrivateKeyKey),
-		secretVolume(apiserverVolume, serving.SecretName, "apiserver.crt", "apiserver.key"),
+		secretVolume(servingVolume, serving.SecretName, corev1.TLSCertKey, corev1.TLSPrivateKeyKey, keyMode),
+		secretVolume(apiserverVolume, serving.SecretName, "apiserver.crt", "apiserver.key", keyMode),
 	)
 	for i := range pod.Spec.Containers {
 		c := &pod.Spec.Containers[i]
@@ -64,15 +65,43 @@ func Deployment(install *v1alpha1.WebhookInstall, spec operatorsv1alpha1.Strateg
 	return WithSpecHash(dep)
 }
 
-// secretVolume projects tls.crt and tls.key under the given file names.
-func secretVolume(name, secret, certFile, keyFile string) corev1.Volume {
+// secretVolume projects tls.crt and tls.key under the given file names,
+// the key with keyMode (nil: kubelet's default, 0644).
+func secretVolume(name, secret, certFile, keyFile string, keyMode *int32) corev1.Volume {
 	return corev1.Volume{Name: name, VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{
 		SecretName: secret,
 		Items: []corev1.KeyToPath{
 			{Key: corev1.TLSCertKey, Path: certFile},
-			{Key: corev1.TLSPrivateKeyKey, Path: keyFile},
+			{Key: corev1.TLSPrivateKeyKey, Path: keyFile, Mode: keyMode},
 		},
 	}}}
+}
+
+// KeyFileMode is the mode of the mounted serving key: readable by the
+// pod's own user only. Kubelet writes Secret files as root, group fsGroup
+// when the pod sets one: then 0440 (the container's processes are in that
+// group). Without fsGroup, 0400 only when every container runs as root
+// (uid 0); a non-root container without fsGroup could not read a 0400
+// root-owned key, so its key keeps kubelet's default 0644: set fsGroup in
+// the pod spec to get 0440 (docs/author-guide.md).
+func KeyFileMode(pod corev1.PodSpec) *int32 {
+	if pod.SecurityContext != nil && pod.SecurityContext.FSGroup != nil {
+		return ptr.To(int32(0o440))
+	}
+	podUser := (*int64)(nil)
+	if pod.SecurityContext != nil {
+		podUser = pod.SecurityContext.RunAsUser
+	}
+	for _, c := range pod.Containers {
+		user := podUser
+		if c.SecurityContext != nil && c.SecurityContext.RunAsUser != nil {
+			user = c.SecurityContext.RunAsUser
+		}
+		if user == nil || *user != 0 {
+			return nil
+		}
+	}
+	return ptr.To(int32(0o400))
 }
 
 func withoutVolumes(volumes []corev1.Volume, names ...string) []corev1.Volume {

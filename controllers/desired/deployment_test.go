@@ -1,6 +1,7 @@
 package desired
 
 import (
+	"fmt"
 	"path"
 	"reflect"
 	"testing"
@@ -9,6 +10,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
 )
 
 const (
@@ -309,4 +311,58 @@ func TestDeploymentSpecHash(t *testing.T) {
 			t.Errorf("changing the %s left the spec hash at %s", what, h)
 		}
 	}
+}
+
+func TestKeyFileMode(t *testing.T) {
+	root, user := ptr.To(int64(0)), ptr.To(int64(65532))
+	tests := []struct {
+		name string
+		pod  corev1.PodSpec
+		want *int32
+	}{
+		{"fsGroup: group-readable", corev1.PodSpec{SecurityContext: &corev1.PodSecurityContext{FSGroup: ptr.To(int64(2000)), RunAsUser: user}, Containers: []corev1.Container{{Name: "a"}}}, ptr.To(int32(0o440))},
+		{"every container root: owner-readable", corev1.PodSpec{SecurityContext: &corev1.PodSecurityContext{RunAsUser: root}, Containers: []corev1.Container{{Name: "a"}, {Name: "b"}}}, ptr.To(int32(0o400))},
+		{"root by container security context", corev1.PodSpec{Containers: []corev1.Container{{Name: "a", SecurityContext: &corev1.SecurityContext{RunAsUser: root}}}}, ptr.To(int32(0o400))},
+		{"one container non-root, no fsGroup: kubelet's default", corev1.PodSpec{SecurityContext: &corev1.PodSecurityContext{RunAsUser: root}, Containers: []corev1.Container{{Name: "a"}, {Name: "b", SecurityContext: &corev1.SecurityContext{RunAsUser: user}}}}, nil},
+		{"user unknown (image's), no fsGroup: kubelet's default", corev1.PodSpec{Containers: []corev1.Container{{Name: "a"}}}, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := KeyFileMode(tt.pod)
+			if (got == nil) != (tt.want == nil) || (got != nil && *got != *tt.want) {
+				t.Fatalf("KeyFileMode = %v, want %v", ptrString(got), ptrString(tt.want))
+			}
+		})
+	}
+}
+
+func TestDeploymentMountsTheKeyWithItsMode(t *testing.T) {
+	spec := newDeploymentSpec("webhook")
+	install := newInstall([]operatorsv1alpha1.StrategyDeploymentSpec{spec})
+	spec.Spec.Template.Spec.SecurityContext = &corev1.PodSecurityContext{FSGroup: ptr.To(int64(2000))}
+	dep := Deployment(install, spec, &Serving{SecretName: "s", Fingerprint: "f"})
+	for _, v := range dep.Spec.Template.Spec.Volumes {
+		if v.Secret == nil || v.Secret.SecretName != "s" {
+			continue
+		}
+		for _, item := range v.Secret.Items {
+			switch item.Key {
+			case corev1.TLSPrivateKeyKey:
+				if item.Mode == nil || *item.Mode != 0o440 {
+					t.Errorf("volume %s: key mode %s, want 0440", v.Name, ptrString(item.Mode))
+				}
+			default:
+				if item.Mode != nil {
+					t.Errorf("volume %s: %s has mode %o, want the default", v.Name, item.Key, *item.Mode)
+				}
+			}
+		}
+	}
+}
+
+func ptrString(p *int32) string {
+	if p == nil {
+		return "default"
+	}
+	return fmt.Sprintf("%#o", *p)
 }
