@@ -87,14 +87,8 @@ func Start(opts Options) (_ *Cluster, retErr error) {
 		log = logr.Discard()
 	}
 
-	var net *network // set once the API server runs; the proxy refuses until then
-	resolve := func(ctx context.Context, ip string, port int32) (string, error) {
-		if net == nil {
-			return "", errors.New("test cluster network is not started yet")
-		}
-		return net.resolve(ctx, ip, port)
-	}
-	if c.proxy, err = startConnectProxy(filepath.Join(dir, "egress.sock"), resolve, log.WithName("proxy")); err != nil {
+	// The proxy refuses until the network runs, once the API server serves.
+	if c.proxy, err = startConnectProxy(filepath.Join(dir, "egress.sock"), log.WithName("proxy")); err != nil {
 		return nil, err
 	}
 	egressConfig, err := writeEgressSelectorConfig(dir, filepath.Join(dir, "egress.sock"))
@@ -144,7 +138,8 @@ func Start(opts Options) (_ *Cluster, retErr error) {
 	if err != nil {
 		return nil, err
 	}
-	net = newNetwork(informers)
+	net := newNetwork(informers)
+	c.proxy.route(net.resolve)
 	c.Kubelet = newKubelet(c.Client, informers, net, dir, log.WithName("kubelet"))
 	ctx, cancel := context.WithCancel(context.Background())
 	c.stopInformers = cancel

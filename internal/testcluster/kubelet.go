@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
+	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
@@ -30,13 +31,21 @@ type Kubelet struct {
 	baseDir string
 	log     logr.Logger
 	delay   atomic.Int64 // propagation delay of Secret updates, in ns
+	clock   clock.WithDelayedExecution
 
-	queue    workqueue.TypedRateLimitingInterface[types.NamespacedName]
-	stopping sync.WaitGroup // pods draining after being retired
+	queue      workqueue.TypedRateLimitingInterface[types.NamespacedName]
+	workerDone chan struct{}  // closed when the sync loop has ended; nil until start
+	stopping   sync.WaitGroup // pods draining after being retired
+	refreshing sync.WaitGroup // Secret refreshes whose delay is over
 
-	mu    sync.Mutex
-	hosts map[types.NamespacedName]hostEntry
-	pods  map[types.NamespacedName][]*pod // oldest first
+	mu      sync.Mutex
+	ctx     context.Context // ends with stopAll
+	cancel  context.CancelFunc
+	stopped bool
+	hosts   map[types.NamespacedName]hostEntry
+	pods    map[types.NamespacedName][]*pod // oldest first
+	// refreshes are the Secret refreshes waiting out the propagation delay.
+	refreshes map[clock.Timer]struct{}
 }
 
 type hostEntry struct {
@@ -61,12 +70,15 @@ func InContainer(name string) ServeOption { return func(o *serveOptions) { o.con
 func OnPort(port int32) ServeOption { return func(o *serveOptions) { o.port = port } }
 
 func newKubelet(c client.Client, ca cache.Cache, net *network, baseDir string, log logr.Logger) *Kubelet {
+	ctx, cancel := context.WithCancel(context.Background())
 	return &Kubelet{
-		client: c, cache: ca, network: net, baseDir: baseDir, log: log,
+		client: c, cache: ca, network: net, baseDir: baseDir, log: log, clock: clock.RealClock{},
 		queue: workqueue.NewTypedRateLimitingQueue(workqueue.NewTypedItemExponentialFailureRateLimiter[types.NamespacedName](
 			50*time.Millisecond, 2*time.Second)),
-		hosts: map[types.NamespacedName]hostEntry{},
-		pods:  map[types.NamespacedName][]*pod{},
+		ctx: ctx, cancel: cancel,
+		hosts:     map[types.NamespacedName]hostEntry{},
+		pods:      map[types.NamespacedName][]*pod{},
+		refreshes: map[clock.Timer]struct{}{},
 	}
 }
 
@@ -135,7 +147,9 @@ func (k *Kubelet) start(ctx context.Context) error {
 	if _, err := k.cache.GetInformer(ctx, &corev1.Service{}); err != nil {
 		return err
 	}
+	k.workerDone = make(chan struct{})
 	go func() {
+		defer close(k.workerDone)
 		for k.processNext(ctx) {
 		}
 	}()
@@ -161,20 +175,17 @@ func (k *Kubelet) secretChanged(obj any) {
 	delay := time.Duration(k.delay.Load())
 	k.mu.Lock()
 	defer k.mu.Unlock()
+	if k.stopped {
+		return
+	}
 	for key, pods := range k.pods {
 		if key.Namespace != secret.Namespace {
 			continue
 		}
 		for _, p := range pods {
-			if !p.mounts(secret.Name) {
-				continue
+			if p.mounts(secret.Name) {
+				k.refreshAfter(delay, p, secret.Name)
 			}
-			p := p
-			time.AfterFunc(delay, func() {
-				if _, err := p.refreshSecret(context.Background(), k.cache, secret.Name); err != nil {
-					k.log.Error(err, "Refreshing secret volume", "deployment", p.deployment, "secret", secret.Name)
-				}
-			})
 		}
 	}
 	for key := range k.hosts {
@@ -182,6 +193,29 @@ func (k *Kubelet) secretChanged(obj any) {
 			k.queue.Add(key)
 		}
 	}
+}
+
+// refreshAfter re-publishes the pod's volumes of the Secret once delay is
+// over, unless the kubelet stops first. Called with k.mu held.
+func (k *Kubelet) refreshAfter(delay time.Duration, p *pod, secret string) {
+	var timer clock.Timer
+	timer = k.clock.AfterFunc(delay, func() {
+		k.mu.Lock()
+		_, pending := k.refreshes[timer] // set before k.mu was released
+		delete(k.refreshes, timer)
+		if !pending || k.stopped {
+			k.mu.Unlock()
+			return
+		}
+		k.refreshing.Add(1)
+		ctx := k.ctx
+		k.mu.Unlock()
+		defer k.refreshing.Done()
+		if _, err := p.refreshSecret(ctx, k.cache, secret); err != nil && ctx.Err() == nil {
+			k.log.Error(err, "Refreshing secret volume", "deployment", p.deployment, "secret", secret)
+		}
+	})
+	k.refreshes[timer] = struct{}{}
 }
 
 func (p *pod) mounts(secret string) bool {
@@ -214,6 +248,9 @@ func (k *Kubelet) processNext(ctx context.Context) bool {
 func (k *Kubelet) sync(ctx context.Context, key types.NamespacedName) error {
 	k.mu.Lock()
 	defer k.mu.Unlock()
+	if k.stopped {
+		return nil
+	}
 
 	var dep appsv1.Deployment
 	err := k.cache.Get(ctx, key, &dep)
@@ -327,13 +364,25 @@ func (k *Kubelet) dropExited(key types.NamespacedName) {
 	k.pods[key] = alive
 }
 
+// stopAll stops the sync loop, every pending Secret refresh and every pod,
+// and returns once none of them runs any more.
 func (k *Kubelet) stopAll() {
 	k.queue.ShutDown()
 	k.mu.Lock()
-	defer k.mu.Unlock()
+	k.stopped = true
+	k.cancel()
+	for timer := range k.refreshes {
+		timer.Stop()
+	}
+	clear(k.refreshes)
 	for key := range k.pods {
 		k.stopPods(key, nil)
 	}
+	k.mu.Unlock()
+	if k.workerDone != nil {
+		<-k.workerDone
+	}
+	k.refreshing.Wait()
 	k.stopping.Wait()
 }
 

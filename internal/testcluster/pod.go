@@ -39,6 +39,7 @@ type pod struct {
 	endpoint   endpoint
 
 	writeMu sync.Mutex // serializes volume refreshes
+	removed bool       // under writeMu: stop removed the folders, nothing is written any more
 	cancel  context.CancelFunc
 	done    chan struct{}
 	ready   atomic.Bool
@@ -172,6 +173,9 @@ func (p *pod) writeVolume(ctx context.Context, reader client.Reader, v secretVol
 	}
 	p.writeMu.Lock()
 	defer p.writeMu.Unlock()
+	if p.removed {
+		return false, nil
+	}
 	return writeAtomically(v.dir, files)
 }
 
@@ -226,11 +230,15 @@ func (p *pod) run(host Host, onChange func()) error {
 	return nil
 }
 
-// stop ends the host, waits for it, and removes the pod's folders.
+// stop ends the host, waits for it, and removes the pod's folders; a
+// refresh still under way cannot bring them back.
 func (p *pod) stop() {
 	if p.cancel != nil {
 		p.cancel()
 		<-p.done
 	}
+	p.writeMu.Lock()
+	defer p.writeMu.Unlock()
+	p.removed = true
 	_ = os.RemoveAll(p.dir)
 }

@@ -25,7 +25,7 @@ type resolveFunc func(ctx context.Context, clusterIP string, port int32) (string
 // the egress selector sends "CONNECT <clusterIP>:<port>" over a unix socket.
 type connectProxy struct {
 	listener net.Listener
-	resolve  resolveFunc
+	resolver atomic.Pointer[resolveFunc] // nil until route: the network starts after the API server
 	log      logr.Logger
 
 	// Tunnels counts CONNECT requests that reached a pod; Refused counts
@@ -39,16 +39,22 @@ type connectProxy struct {
 	closed bool
 }
 
-func startConnectProxy(socketPath string, resolve resolveFunc, log logr.Logger) (*connectProxy, error) {
+// startConnectProxy listens on socketPath; it refuses every CONNECT until
+// route gives it the network.
+func startConnectProxy(socketPath string, log logr.Logger) (*connectProxy, error) {
 	ln, err := net.Listen("unix", socketPath)
 	if err != nil {
 		return nil, fmt.Errorf("listening for the API server's egress on %s: %w", socketPath, err)
 	}
-	p := &connectProxy{listener: ln, resolve: resolve, log: log, conns: map[net.Conn]struct{}{}}
+	p := &connectProxy{listener: ln, log: log, conns: map[net.Conn]struct{}{}}
 	p.wg.Add(1)
 	go p.acceptLoop()
 	return p, nil
 }
+
+// route makes the proxy resolve CONNECT targets with resolve, from now on;
+// connections already being served may read it at the same time.
+func (p *connectProxy) route(resolve resolveFunc) { p.resolver.Store(&resolve) }
 
 func (p *connectProxy) acceptLoop() {
 	defer p.wg.Done()
@@ -95,7 +101,12 @@ func (p *connectProxy) serve(client net.Conn) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	addr, err := p.resolve(ctx, host, int32(port))
+	resolve := p.resolver.Load()
+	if resolve == nil {
+		p.refuse(client, http.StatusServiceUnavailable, "test cluster network is not started yet")
+		return
+	}
+	addr, err := (*resolve)(ctx, host, int32(port))
 	if err != nil {
 		p.refuse(client, http.StatusServiceUnavailable, err.Error())
 		return
