@@ -280,7 +280,9 @@ func (b *bench) record(name string, err error) {
 
 func (b *bench) startOperator() error {
 	p, err := startProcess("hookwright", b.opBin, b.opKube, filepath.Join(b.work, fmt.Sprintf("hookwright-%d.log", time.Now().UnixNano())),
-		"--leader-elect=false", "--health-probe-bind-address=0")
+		// Plain-HTTP metrics on loopback: the bench scrapes them itself,
+		// and TokenReviews per scrape would load the API server it measures.
+		"--leader-elect=false", "--health-probe-bind-address=0", "--metrics-secure=false")
 	if err != nil {
 		return err
 	}
