@@ -116,7 +116,11 @@ func (r *WebhookInstallReconciler) guardNotInForce(ctx context.Context) (string,
 		binding = nil
 	}
 	why = guard.NotInForce(policy, binding)
-	admissionGuardInForce.Set(map[bool]float64{true: 1, false: 0}[why == ""])
+	if why == "" {
+		admissionGuardInForce.Set(1)
+	} else {
+		admissionGuardInForce.Set(0)
+	}
 	return why, nil
 }
 
