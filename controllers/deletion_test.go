@@ -2,6 +2,7 @@ package controllers_test
 
 import (
 	"context"
+	"net/http"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -10,6 +11,7 @@ import (
 	eventsv1 "k8s.io/api/events/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1alpha1 "github.com/hookwright/hookwright/api/v1alpha1"
@@ -32,15 +34,47 @@ var _ = Describe("Deleting a WebhookInstall", func() {
 		}).Should(BeTrue())
 	}
 
-	It("sets conversion None when one version is stored and all schemas match, and removes what it made", func(ctx context.Context) {
+	It("sets conversion None when one version is stored and all schemas match, and removes what it made, without a failed request", func(ctx context.Context) {
 		crd := createWidgetCRD(ctx, group)
 		patch := client.MergeFrom(crd.DeepCopy())
 		crd.Spec.Versions[1].Schema = crd.Spec.Versions[0].Schema.DeepCopy()
 		Expect(k8s.Patch(ctx, crd, patch)).To(Succeed())
-		Expect(k8s.Create(ctx, newInstall(ns, "widgets", "widget-webhook", crdName))).To(Succeed())
+		preexisting := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "preexisting"}}
+		Expect(k8s.Create(ctx, preexisting)).To(Succeed())
+		install := newInstall(ns, "widgets", "widget-webhook", crdName)
+		helper := *install.Spec.Install.Spec.Deployments[0].DeepCopy()
+		helper.Name = "helper"
+		helper.Spec.Selector.MatchLabels = map[string]string{"app": "helper"}
+		helper.Spec.Template.Labels = map[string]string{"app": "helper"}
+		helper.Spec.Template.Spec.ServiceAccountName = preexisting.Name
+		install.Spec.Install.Spec.Deployments = append(install.Spec.Install.Spec.Deployments, helper)
+		Expect(k8s.Create(ctx, install)).To(Succeed())
 		eventuallyPhase(ctx, ns, "widgets", v1alpha1.PhaseSucceeded, v1alpha1.ReasonSucceeded)
+		created := &corev1.ServiceAccount{}
+		Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "widget-webhook"}, created)).To(Succeed())
+		Expect(created.Labels).To(HaveKeyWithValue(desired.LabelManagedBy, desired.ManagedByValue), "Hookwright created it")
 
+		_, offset := managerWrites(0)
 		deleteAndWait(ctx, "widgets")
+		Eventually(func(g Gomega) {
+			events, _, err := cluster.AuditEvents(offset)
+			g.Expect(err).NotTo(HaveOccurred())
+			var ours, failed []string
+			for _, e := range events {
+				if e.User.Username != managerUser || (e.ObjectRef.Namespace != ns && e.ObjectRef.Name != crdName) {
+					continue
+				}
+				ours = append(ours, e.Verb+" "+e.RequestURI)
+				if e.ResponseStatus.Code == http.StatusConflict {
+					failed = append(failed, e.Verb+" "+e.RequestURI)
+				}
+			}
+			g.Expect(ours).To(ContainElement(HavePrefix("delete /api/v1/namespaces/"+ns+"/serviceaccounts/widget-webhook")))
+			g.Expect(failed).To(BeEmpty(), "the deletion's requests: %v", ours)
+		}).Should(Succeed())
+		Expect(apierrors.IsNotFound(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "widget-webhook"}, &corev1.ServiceAccount{}))).
+			To(BeTrue(), "the ServiceAccount Hookwright created is deleted with the install")
+		Expect(k8s.Get(ctx, client.ObjectKeyFromObject(preexisting), preexisting)).To(Succeed(), "a ServiceAccount that existed before is kept")
 		released := getCRD(ctx, crdName)
 		Expect(released.Spec.Conversion.Strategy).To(Equal(apiextensionsv1.NoneConverter))
 		Expect(released.Annotations).NotTo(HaveKey(v1alpha1.AnnotationOwner))

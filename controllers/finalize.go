@@ -4,12 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
@@ -61,8 +63,18 @@ func (r *WebhookInstallReconciler) release(ctx context.Context, s *installState,
 			r.Recorder.Eventf(crd, s.install, corev1.EventTypeWarning, "ConversionLeftInPlace", "Release",
 				"WebhookInstall %s %s but CRD %s keeps its webhook conversion: %s. Re-install a WebhookInstall for it, or migrate storage to one version before setting strategy None", installRef(s.install), why, name, unsafe)
 		} else {
-			if err := r.apply(ctx, conversionApplyObject(name, nil)); err != nil {
+			applied := conversionApplyObject(name, nil)
+			if err := r.apply(ctx, applied); err != nil {
 				return err
+			}
+			// The apply changed the resourceVersion: the claim is released
+			// on the CRD the apply returned, not on the stale read.
+			crd = &apiextensionsv1.CustomResourceDefinition{}
+			if err := runtime.DefaultUnstructuredConverter.FromUnstructured(applied.Object, crd); err != nil {
+				return fmt.Errorf("reading CRD %s as applied: %w", name, err)
+			}
+			if crd.Annotations[v1alpha1.AnnotationOwner] != installRef(s.install) {
+				return nil
 			}
 			r.Recorder.Eventf(crd, s.install, corev1.EventTypeNormal, "ConversionSetToNone", "Release",
 				"WebhookInstall %s %s; CRD %s stores one version with one schema, so conversion is now None", installRef(s.install), why, name)
@@ -99,6 +111,13 @@ func noneIsUnsafe(crd *apiextensionsv1.CustomResourceDefinition) string {
 	return ""
 }
 
+// pointsAtService: the CRD converts through service in namespace.
+func pointsAtService(crd *apiextensionsv1.CustomResourceDefinition, namespace, service string) bool {
+	c := crd.Spec.Conversion
+	return c != nil && c.Strategy == apiextensionsv1.WebhookConverter && c.Webhook != nil && c.Webhook.ClientConfig != nil &&
+		c.Webhook.ClientConfig.Service != nil && c.Webhook.ClientConfig.Service.Namespace == namespace && c.Webhook.ClientConfig.Service.Name == service
+}
+
 func pointsAtInstall(crd *apiextensionsv1.CustomResourceDefinition, install *v1alpha1.WebhookInstall) bool {
 	c := crd.Spec.Conversion
 	return c != nil && c.Strategy == apiextensionsv1.WebhookConverter && c.Webhook != nil && c.Webhook.ClientConfig != nil &&
@@ -130,7 +149,58 @@ func (r *WebhookInstallReconciler) deleteOwned(ctx context.Context, install *v1a
 			}
 		}
 	}
+	if err := r.deleteServiceAccounts(ctx, install); err != nil {
+		errs = append(errs, err)
+	}
 	return errors.Join(errs...)
+}
+
+// deleteServiceAccounts deletes the ServiceAccounts Hookwright created for
+// the install's Deployments (ensureServiceAccount labels them), unless
+// another install of the namespace runs pods as them too. A ServiceAccount
+// that existed before (without Hookwright's label) is never deleted. The
+// delete has the read UID and resourceVersion as preconditions.
+func (r *WebhookInstallReconciler) deleteServiceAccounts(ctx context.Context, install *v1alpha1.WebhookInstall) error {
+	var installs v1alpha1.WebhookInstallList
+	if err := r.Client.List(ctx, &installs, client.InNamespace(install.Namespace)); err != nil {
+		return fmt.Errorf("listing the installs of namespace %s: %w", install.Namespace, err)
+	}
+	var errs []error
+	for _, name := range serviceAccountsOf(install) {
+		if slices.ContainsFunc(installs.Items, func(other v1alpha1.WebhookInstall) bool {
+			return other.UID != install.UID && slices.Contains(serviceAccountsOf(&other), name)
+		}) {
+			continue
+		}
+		sa := &corev1.ServiceAccount{}
+		if err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: install.Namespace, Name: name}, sa); err != nil {
+			if !apierrors.IsNotFound(err) {
+				errs = append(errs, err)
+			}
+			continue
+		}
+		if sa.Labels[desired.LabelManagedBy] != desired.ManagedByValue {
+			continue // not Hookwright's: it existed before the install
+		}
+		rv, uid := sa.ResourceVersion, sa.UID
+		if err := r.Client.Delete(ctx, sa, client.Preconditions{UID: &uid, ResourceVersion: &rv}); err != nil && !apierrors.IsNotFound(err) {
+			errs = append(errs, fmt.Errorf("deleting service account %s/%s: %w", install.Namespace, name, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// serviceAccountsOf names the ServiceAccounts the install's Deployments
+// run as, as ensureServiceAccount would create them.
+func serviceAccountsOf(install *v1alpha1.WebhookInstall) []string {
+	var names []string
+	for _, d := range install.Spec.Install.Spec.Deployments {
+		name := d.Spec.Template.Spec.ServiceAccountName
+		if name != "" && name != "default" && !slices.Contains(names, name) {
+			names = append(names, name)
+		}
+	}
+	return names
 }
 
 func metaItems(list client.ObjectList) ([]client.Object, error) {

@@ -28,7 +28,9 @@ package controllers
 //
 // ServiceAccounts: a pod spec's missing ServiceAccount is created bare (no
 // permission is ever granted on anyone's behalf); get checks it first.
-// +kubebuilder:rbac:groups="",resources=serviceaccounts,verbs=get;create
+// The ones Hookwright created (by its label) are deleted with the install
+// that needed them (finalize.go), with UID and resourceVersion preconditions.
+// +kubebuilder:rbac:groups="",resources=serviceaccounts,verbs=get;create;delete
 //
 // CRDs: cached as metadata only (list, watch), read live (get), and
 // patched: the ownership claim annotation and spec.conversion (apply).

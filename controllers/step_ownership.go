@@ -2,10 +2,12 @@ package controllers
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
 
+	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
@@ -18,8 +20,16 @@ import (
 // claimOwnership makes this install the one owner of each conversion CRD.
 // The claim is an annotation written with optimistic concurrency (the
 // CRD's resourceVersion is a precondition), so of any number of installs
-// and replicas racing for a CRD exactly one wins. Nothing is claimed while
-// any CRD of the install is blocked: an install deploys all or nothing.
+// and replicas racing for a CRD exactly one wins.
+//
+// Claims are all or nothing across the install's CRDs. Nothing is claimed
+// while any CRD of the install is blocked; the claims are made in name
+// order, so two installs listing overlapping CRDs in any order contend for
+// the lowest-named shared CRD first and cannot hold crossed partial sets;
+// and a pass that ends blocked (a lost claim race, another owner, the
+// admission guard) releases, again with optimistic concurrency, every claim
+// of the install that does not serve yet. A blocked install never holds a
+// CRD another install needs.
 func (r *WebhookInstallReconciler) claimOwnership(ctx context.Context, s *installState) error {
 	me := installRef(s.install)
 	var toClaim []*crdState
@@ -35,18 +45,17 @@ func (r *WebhookInstallReconciler) claimOwnership(ctx context.Context, s *instal
 			// once this install's own webhook serves (step_handover.go).
 			c.handover = true
 		case owner != "":
-			alive, err := r.installExists(ctx, owner)
+			holder, err := r.ownerInstall(ctx, owner)
 			if err != nil {
 				return err
 			}
-			if alive {
+			switch {
+			case holder == nil:
+				toClaim = append(toClaim, c) // the owner is gone without releasing
+			default:
 				c.state, c.message = v1alpha1.ConversionConflict, "owned by WebhookInstall "+owner
-				s.stop(v1alpha1.PhaseFailed, v1alpha1.ReasonOwnerConflict, fmt.Sprintf(
-					"CRD %s is owned by WebhookInstall %s; a CRD has one conversion owner. To hand it over, delete %s, or make this install its upgrade with spec.replaces: %s",
-					c.name, owner, owner, nameOf(owner)))
-				continue
+				s.stop(v1alpha1.PhaseFailed, v1alpha1.ReasonOwnerConflict, ownerConflictMessage(s.install, c.name, owner))
 			}
-			toClaim = append(toClaim, c) // the owner is gone without releasing
 		default:
 			if msg := foreignConversion(c.crd, s.install, c.webhook.Service); msg != "" {
 				c.state, c.message = v1alpha1.ConversionConflict, msg
@@ -57,23 +66,64 @@ func (r *WebhookInstallReconciler) claimOwnership(ctx context.Context, s *instal
 		}
 	}
 	if s.halt != nil {
-		return nil
+		return r.releaseUnserved(ctx, s)
 	}
 	if claims := newClaims(s, toClaim); len(claims) > 0 {
 		if refused, err := r.refuseClaimsWithoutGuard(ctx, s, claims); refused || err != nil {
-			return err
+			return errors.Join(err, r.releaseUnserved(ctx, s))
 		}
 	}
+	slices.SortFunc(toClaim, func(a, b *crdState) int { return strings.Compare(a.name, b.name) })
 	for _, c := range toClaim {
 		if err := r.claim(ctx, s.install, c.crd); err != nil {
 			if apierrors.IsConflict(err) {
 				s.stop(v1alpha1.PhaseInstalling, v1alpha1.ReasonInProgress, fmt.Sprintf("CRD %s changed while claiming it; retrying", c.name))
 				s.retryWithin(retrySoon)
-				return nil
+				return r.releaseUnserved(ctx, s)
 			}
-			return fmt.Errorf("claiming CRD %s: %w", c.name, err)
+			return errors.Join(fmt.Errorf("claiming CRD %s: %w", c.name, err), r.releaseUnserved(ctx, s))
 		}
 		r.Recorder.Eventf(s.install, c.crd, "Normal", "Claimed", "Claim", "Claimed conversion ownership of CRD %s", c.name)
+	}
+	return nil
+}
+
+// ownerConflictMessage says who owns the CRD and offers only hand-overs
+// that work: spec.replaces names an install of the same namespace.
+func ownerConflictMessage(install *v1alpha1.WebhookInstall, crdName, owner string) string {
+	msg := fmt.Sprintf("CRD %s is owned by WebhookInstall %s; a CRD has one conversion owner. ", crdName, owner)
+	ns, name, _ := strings.Cut(owner, "/")
+	if ns == install.Namespace {
+		return msg + fmt.Sprintf("To hand it over, make this install its upgrade with spec.replaces: %s, or delete %s; "+
+			"this install then takes the CRD over once its own webhook serves", name, name)
+	}
+	return msg + fmt.Sprintf("To hand it over, delete WebhookInstall %s (kubectl delete whi %s -n %s); "+
+		"this install then takes the CRD over once its own webhook serves", owner, name, ns)
+}
+
+// releaseUnserved gives up, with optimistic concurrency, every claim of
+// the install on a CRD whose conversion does not point at the install's
+// webhook yet: a blocked install holds no partial set. A CRD that already
+// converts through the install is kept; it is being served. A lost race
+// leaves the claim to the next pass, which releases it again.
+func (r *WebhookInstallReconciler) releaseUnserved(ctx context.Context, s *installState) error {
+	me := installRef(s.install)
+	for _, c := range s.crds {
+		if c.crd == nil || c.crd.Annotations[v1alpha1.AnnotationOwner] != me || pointsAtService(c.crd, s.install.Namespace, c.webhook.Service) {
+			continue
+		}
+		patch := client.MergeFromWithOptions(c.crd.DeepCopy(), client.MergeFromWithOptimisticLock{})
+		delete(c.crd.Annotations, v1alpha1.AnnotationOwner)
+		delete(c.crd.Annotations, v1alpha1.AnnotationOwnerUID)
+		if err := r.Client.Patch(ctx, c.crd, patch, client.FieldOwner(desired.FieldManager)); err != nil {
+			if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
+				s.retryWithin(retrySoon)
+				continue
+			}
+			return fmt.Errorf("releasing the claim on CRD %s: %w", c.name, err)
+		}
+		r.Recorder.Eventf(s.install, c.crd, corev1.EventTypeNormal, "Unclaimed", "Release",
+			"Released the claim on CRD %s: this install is blocked, and claims all of its CRDs or none", c.name)
 	}
 	return nil
 }
@@ -126,16 +176,21 @@ func foreignConversion(crd *apiextensionsv1.CustomResourceDefinition, install *v
 		crd.Name, target, crd.Name, v1alpha1.AnnotationHandover, installRef(install))
 }
 
-func (r *WebhookInstallReconciler) installExists(ctx context.Context, ref string) (bool, error) {
+// ownerInstall reads the install ref names, or returns nil if it is gone.
+func (r *WebhookInstallReconciler) ownerInstall(ctx context.Context, ref string) (*v1alpha1.WebhookInstall, error) {
 	ns, name, ok := strings.Cut(ref, "/")
 	if !ok {
-		return false, nil
+		return nil, nil
 	}
-	err := r.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, &v1alpha1.WebhookInstall{})
+	install := &v1alpha1.WebhookInstall{}
+	err := r.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, install)
 	if apierrors.IsNotFound(err) {
-		return false, nil
+		return nil, nil
 	}
-	return err == nil, err
+	if err != nil {
+		return nil, err
+	}
+	return install, nil
 }
 
 func installRef(install *v1alpha1.WebhookInstall) string {
