@@ -4,11 +4,18 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/client-go/tools/reference"
 	"k8s.io/klog/v2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -18,20 +25,48 @@ import (
 
 var errCrashed = errors.New("the operator crashed (fault injection)")
 
-// crashAfter kills an operator right after its n-th successful write:
-// from then on every write fails, as nothing runs in a dead process, and
-// the test stops the operator. With n = 0 it only counts and logs writes.
-type crashAfter struct {
-	n       int
-	mu      sync.Mutex
-	writes  []string
-	dead    bool
-	crashed chan struct{}
+// crashPoint names one write of an operator run the same way in every
+// fixture (the fixture's namespace reads <ns>), with its occurrence: the
+// second status update of the install is {"status-update ... <ns>/widgets", 2}.
+type crashPoint struct {
+	write string
+	nth   int
 }
 
-func newCrashAfter(n int) *crashAfter { return &crashAfter{n: n, crashed: make(chan struct{})} }
+func (p crashPoint) String() string {
+	if p.nth == 1 {
+		return p.write
+	}
+	return fmt.Sprintf("%s (#%d)", p.write, p.nth)
+}
 
-func (c *crashAfter) write(what string, obj client.Object, do func() error) error {
+// crashAfter kills an operator right after a given successful write (its
+// client's or its Event sink's): from then on every write fails, as
+// nothing runs in a dead process, and the test stops the operator. With
+// no crash point it only records the writes.
+type crashAfter struct {
+	at      *crashPoint
+	ns      string
+	crashed chan struct{}
+
+	mu     sync.Mutex
+	writes []crashPoint
+	seen   map[string]int
+	dead   bool
+	// Events the reconciler emitted and those written, per isomorphic key
+	// (events.k8s.io: the first is created, the second patches the
+	// series; later ones only count until the series is flushed minutes
+	// later).
+	emitted, written map[eventKey]int
+}
+
+func newCrashAfter(ns string, at *crashPoint) *crashAfter {
+	return &crashAfter{at: at, ns: ns, crashed: make(chan struct{}), seen: map[string]int{},
+		emitted: map[eventKey]int{}, written: map[eventKey]int{}}
+}
+
+func (c *crashAfter) write(what string, do func() error) error {
+	what = strings.ReplaceAll(what, c.ns, "<ns>")
 	c.mu.Lock()
 	if c.dead {
 		c.mu.Unlock()
@@ -42,8 +77,10 @@ func (c *crashAfter) write(what string, obj client.Object, do func() error) erro
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if err == nil {
-		c.writes = append(c.writes, fmt.Sprintf("%s %T %s", what, obj, klog.KObj(obj)))
-		if len(c.writes) == c.n {
+		c.seen[what]++
+		point := crashPoint{write: what, nth: c.seen[what]}
+		c.writes = append(c.writes, point)
+		if c.at != nil && point == *c.at && !c.dead {
 			c.dead = true
 			close(c.crashed)
 		}
@@ -51,10 +88,31 @@ func (c *crashAfter) write(what string, obj client.Object, do func() error) erro
 	return err
 }
 
-func (c *crashAfter) log() []string {
+func (c *crashAfter) log() []crashPoint {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return append([]string(nil), c.writes...)
+	return append([]crashPoint(nil), c.writes...)
+}
+
+// unwrittenEvents lists the Events emitted whose write has not happened yet.
+func (c *crashAfter) unwrittenEvents() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var pending []string
+	for key, n := range c.emitted {
+		if c.written[key] < min(n, 2) {
+			pending = append(pending, fmt.Sprintf("%s %s %s/%s", key.reason, key.regarding.Kind, key.regarding.Namespace, key.regarding.Name))
+		}
+	}
+	return pending
+}
+
+func objWrite(verb string, obj client.Object) string {
+	name := obj.GetName()
+	if name == "" {
+		name = obj.GetGenerateName() + "*"
+	}
+	return fmt.Sprintf("%s %T %s", verb, obj, klog.KRef(obj.GetNamespace(), name))
 }
 
 // crashingClient routes every write of the reconciler through crashAfter.
@@ -64,19 +122,19 @@ type crashingClient struct {
 }
 
 func (c crashingClient) Create(ctx context.Context, obj client.Object, opts ...client.CreateOption) error {
-	return c.crash.write("create", obj, func() error { return c.Client.Create(ctx, obj, opts...) })
+	return c.crash.write(objWrite("create", obj), func() error { return c.Client.Create(ctx, obj, opts...) })
 }
 
 func (c crashingClient) Update(ctx context.Context, obj client.Object, opts ...client.UpdateOption) error {
-	return c.crash.write("update", obj, func() error { return c.Client.Update(ctx, obj, opts...) })
+	return c.crash.write(objWrite("update", obj), func() error { return c.Client.Update(ctx, obj, opts...) })
 }
 
 func (c crashingClient) Patch(ctx context.Context, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
-	return c.crash.write("patch", obj, func() error { return c.Client.Patch(ctx, obj, patch, opts...) })
+	return c.crash.write(objWrite("patch", obj), func() error { return c.Client.Patch(ctx, obj, patch, opts...) })
 }
 
 func (c crashingClient) Delete(ctx context.Context, obj client.Object, opts ...client.DeleteOption) error {
-	return c.crash.write("delete", obj, func() error { return c.Client.Delete(ctx, obj, opts...) })
+	return c.crash.write(objWrite("delete", obj), func() error { return c.Client.Delete(ctx, obj, opts...) })
 }
 
 func (c crashingClient) Status() client.SubResourceWriter {
@@ -89,72 +147,175 @@ type crashingStatus struct {
 }
 
 func (c crashingStatus) Update(ctx context.Context, obj client.Object, opts ...client.SubResourceUpdateOption) error {
-	return c.crash.write("status-update", obj, func() error { return c.SubResourceWriter.Update(ctx, obj, opts...) })
+	return c.crash.write(objWrite("status-update", obj), func() error { return c.SubResourceWriter.Update(ctx, obj, opts...) })
 }
 
 func (c crashingStatus) Patch(ctx context.Context, obj client.Object, patch client.Patch, opts ...client.SubResourcePatchOption) error {
-	return c.crash.write("status-patch", obj, func() error { return c.SubResourceWriter.Patch(ctx, obj, patch, opts...) })
+	return c.crash.write(objWrite("status-patch", obj), func() error { return c.SubResourceWriter.Patch(ctx, obj, patch, opts...) })
 }
 
-// startOperator runs an operator whose writes go through crash.
+// eventKey is what events.k8s.io's broadcaster groups Events into a series
+// by (the reporting controller and instance are the same for all).
+type eventKey struct {
+	eventType, reason, action string
+	regarding, related        corev1.ObjectReference
+}
+
+func keyOf(e *eventsv1.Event) eventKey {
+	key := eventKey{eventType: e.Type, reason: e.Reason, action: e.Action, regarding: e.Regarding}
+	if e.Related != nil {
+		key.related = *e.Related
+	}
+	return key
+}
+
+// crashingSink routes every Event write (create, or patch of a series)
+// through crashAfter: an Event write is a crash point like any other.
+type crashingSink struct {
+	sink  events.EventSink
+	crash *crashAfter
+}
+
+func eventWrite(verb string, e *eventsv1.Event) string {
+	what := fmt.Sprintf("event-%s %s %s %s %s", verb, e.Type, e.Reason, e.Regarding.Kind, klog.KRef(e.Regarding.Namespace, e.Regarding.Name))
+	if e.Related != nil {
+		what += fmt.Sprintf(" (related %s %s)", e.Related.Kind, klog.KRef(e.Related.Namespace, e.Related.Name))
+	}
+	return what
+}
+
+func (s crashingSink) record(verb string, e *eventsv1.Event, do func() (*eventsv1.Event, error)) (*eventsv1.Event, error) {
+	var out *eventsv1.Event
+	err := s.crash.write(eventWrite(verb, e), func() error {
+		var err error
+		out, err = do()
+		return err
+	})
+	// An Event created concurrently by the same series is written too.
+	if err == nil || (verb == "create" && apierrors.IsAlreadyExists(err)) {
+		s.crash.mu.Lock()
+		s.crash.written[keyOf(e)]++
+		s.crash.mu.Unlock()
+	}
+	return out, err
+}
+
+func (s crashingSink) Create(ctx context.Context, e *eventsv1.Event) (*eventsv1.Event, error) {
+	return s.record("create", e, func() (*eventsv1.Event, error) { return s.sink.Create(ctx, e) })
+}
+
+func (s crashingSink) Update(ctx context.Context, e *eventsv1.Event) (*eventsv1.Event, error) {
+	return s.record("update", e, func() (*eventsv1.Event, error) { return s.sink.Update(ctx, e) })
+}
+
+func (s crashingSink) Patch(ctx context.Context, e *eventsv1.Event, data []byte) (*eventsv1.Event, error) {
+	return s.record("patch", e, func() (*eventsv1.Event, error) { return s.sink.Patch(ctx, e, data) })
+}
+
+// emittingRecorder counts the Events the reconciler emits, so a recording
+// run can wait until each is written.
+type emittingRecorder struct {
+	events.EventRecorder
+	crash  *crashAfter
+	scheme *runtime.Scheme
+}
+
+func (r emittingRecorder) Eventf(regarding, related runtime.Object, eventtype, reason, action, note string, args ...any) {
+	// The references as the recorder takes them, before this call returns.
+	if ref, err := reference.GetReference(r.scheme, regarding); err == nil {
+		key := eventKey{eventType: eventtype, reason: reason, action: action, regarding: *ref}
+		if related != nil {
+			if rel, err := reference.GetReference(r.scheme, related); err == nil {
+				key.related = *rel
+			}
+		}
+		r.crash.mu.Lock()
+		r.crash.emitted[key]++
+		r.crash.mu.Unlock()
+	}
+	r.EventRecorder.Eventf(regarding, related, eventtype, reason, action, note, args...)
+}
+
+// startOperator runs an operator whose writes, Events included, go through crash.
 func startOperator(crash *crashAfter) *harness.Operator {
 	GinkgoHelper()
+	scheme := harness.Scheme()
 	op, err := harness.StartOperator(cluster.Config, GinkgoLogr.WithName("operator"),
-		harness.WithClient(func(c client.Client) client.Client { return crashingClient{Client: c, crash: crash} }))
+		harness.WithClient(func(c client.Client) client.Client { return crashingClient{Client: c, crash: crash} }),
+		harness.WithEventSink(func(s events.EventSink) events.EventSink { return crashingSink{sink: s, crash: crash} }),
+		harness.WithRecorder(func(r events.EventRecorder) events.EventRecorder {
+			return emittingRecorder{EventRecorder: r, crash: crash, scheme: scheme}
+		}))
 	Expect(err).NotTo(HaveOccurred())
+	DeferCleanup(op.Stop) // a failed spec leaves no operator behind
 	return op
 }
 
-// runUntilCrash runs an operator that dies after its n-th write, until it
-// does (true) or until done holds without a crash (false: fewer writes
-// were needed this time).
-func runUntilCrash(ctx context.Context, n int, done func(Gomega)) bool {
+// runUntilCrash runs an operator in the fixture's namespace ns that dies
+// right after the write at, and fails the spec unless it gets there: a
+// crash point that is not reached tests nothing.
+func runUntilCrash(ns string, at crashPoint) {
 	GinkgoHelper()
-	crash := newCrashAfter(n)
+	crash := newCrashAfter(ns, &at)
 	op := startOperator(crash)
 	defer func() { Expect(op.Stop()).To(Succeed()) }()
-	crashed := false
-	Eventually(func(g Gomega) {
-		select {
-		case <-crash.crashed:
-			crashed = true
-			return
-		default:
-		}
-		done(g)
-	}, 2*time.Minute, 50*time.Millisecond).Should(Succeed())
-	if crashed {
-		GinkgoWriter.Printf("crashed after write %d: %s\n", n, crash.log()[n-1])
-	}
-	return crashed
+	Eventually(crash.crashed, 2*time.Minute).Should(BeClosed(), func() string {
+		return fmt.Sprintf("crash point %q was never reached; the operator wrote:\n%s", at, formatWrites(crash.log()))
+	})
+	GinkgoWriter.Printf("crashed after %s (write %d of this run)\n", at, len(crash.log()))
 }
 
-// recordWrites runs a healthy operator until done holds and returns the
-// writes it made: the crash points of the matrix.
-func recordWrites(ctx context.Context, done func(Gomega)) []string {
+// recordWrites runs a healthy operator in the fixture's namespace ns until
+// done holds and every Event it emitted is written, and returns its
+// writes: the crash points of the matrix.
+func recordWrites(ns string, done func(Gomega)) []crashPoint {
 	GinkgoHelper()
-	crash := newCrashAfter(0)
+	crash := newCrashAfter(ns, nil)
 	op := startOperator(crash)
-	Eventually(done, 2*time.Minute, 50*time.Millisecond).Should(Succeed())
+	Eventually(func(g Gomega) {
+		done(g)
+		g.Expect(crash.unwrittenEvents()).To(BeEmpty(), "Events emitted, not written yet")
+	}, 2*time.Minute, 50*time.Millisecond).Should(Succeed())
 	Expect(op.Stop()).To(Succeed())
 	return crash.log()
+}
+
+func formatWrites(points []crashPoint) string {
+	var b strings.Builder
+	for i, p := range points {
+		fmt.Fprintf(&b, "%3d %s\n", i+1, p)
+	}
+	return b.String()
+}
+
+// expectEventPoints checks that the matrix crashes after Event writes too.
+func expectEventPoints(points []crashPoint) {
+	GinkgoHelper()
+	events := 0
+	for _, p := range points {
+		if strings.HasPrefix(p.write, "event-") {
+			events++
+		}
+	}
+	Expect(events).To(BeNumerically(">", 0), "no Event write among the crash points:\n%s", formatWrites(points))
 }
 
 var _ = Describe("Crashing the operator after every write", func() {
 	It("converges an install after a crash at each point, without a failed read", func(ctx context.Context) {
 		f := newFixture(ctx)
 		Expect(k8s.Create(ctx, f.install())).To(Succeed())
-		points := recordWrites(ctx, func(g Gomega) { f.settled(ctx, g) })
-		AddReportEntry("install writes (crash points)", points, ReportEntryVisibilityAlways)
+		points := recordWrites(f.ns, func(g Gomega) { f.settled(ctx, g) })
+		AddReportEntry("install writes (crash points)", formatWrites(points), ReportEntryVisibilityAlways)
 		Expect(len(points)).To(BeNumerically(">=", 6), "certificates, workloads, claim, conversion and status at least")
+		expectEventPoints(points)
 		f.expectNoFailedReads("recording run")
 
 		for n := 1; n <= len(points); n++ {
 			By(fmt.Sprintf("crashing after write %d of %d (%s), then restarting", n, len(points), points[n-1]))
 			f := newFixture(ctx)
 			Expect(k8s.Create(ctx, f.install())).To(Succeed())
-			runUntilCrash(ctx, n, func(g Gomega) { f.settled(ctx, g) })
-			op := startOperator(newCrashAfter(0))
+			runUntilCrash(f.ns, points[n-1])
+			op := startOperator(newCrashAfter(f.ns, nil))
 			Eventually(func(g Gomega) {
 				whi := f.settled(ctx, g)
 				g.Expect(countRecords(whi, v1alpha1.RotationCA, "")).To(Equal(1), "one CA issued: %+v", whi.Status.Rotations)
@@ -168,7 +329,7 @@ var _ = Describe("Crashing the operator after every write", func() {
 	It("completes a CA rotation exactly once after a crash at each point, without a failed read", func(ctx context.Context) {
 		f := newFixture(ctx)
 		Expect(k8s.Create(ctx, f.install())).To(Succeed())
-		op := startOperator(newCrashAfter(0))
+		op := startOperator(newCrashAfter(f.ns, nil))
 		Eventually(func(g Gomega) { f.settled(ctx, g) }).Should(Succeed())
 		Expect(op.Stop()).To(Succeed())
 
@@ -180,16 +341,17 @@ var _ = Describe("Crashing the operator after every write", func() {
 			}
 		}
 		f.requestRotation(ctx, "ca: recording run")
-		points := recordWrites(ctx, rotated("ca: recording run"))
-		AddReportEntry("CA rotation writes (crash points)", points, ReportEntryVisibilityAlways)
+		points := recordWrites(f.ns, rotated("ca: recording run"))
+		AddReportEntry("CA rotation writes (crash points)", formatWrites(points), ReportEntryVisibilityAlways)
 		Expect(len(points)).To(BeNumerically(">=", 4), "new CA, bundle, promote, prune at least")
+		expectEventPoints(points)
 
 		for n := 1; n <= len(points); n++ {
 			request := fmt.Sprintf("ca: crash after write %d", n)
 			By(fmt.Sprintf("rotating the CA, crashing after write %d of %d (%s), then restarting", n, len(points), points[n-1]))
 			f.requestRotation(ctx, request)
-			runUntilCrash(ctx, n, rotated(request))
-			op := startOperator(newCrashAfter(0))
+			runUntilCrash(f.ns, points[n-1])
+			op := startOperator(newCrashAfter(f.ns, nil))
 			Eventually(rotated(request)).Should(Succeed())
 			// Stay a moment: a request carried out twice would start again now.
 			Consistently(rotated(request), 3*time.Second, 200*time.Millisecond).Should(Succeed())
