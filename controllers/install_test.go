@@ -2,12 +2,14 @@ package controllers_test
 
 import (
 	"context"
+	"sort"
 	"strings"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	appsv1 "k8s.io/api/apps/v1"
+	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -76,16 +78,71 @@ var _ = Describe("Installing a conversion webhook", func() {
 	})
 
 	It("writes the CRD's conversion only once the webhook Deployment is available", func(ctx context.Context) {
+		const deployment = "widget-webhook"
+		kubelet := kubeletUser()
 		createWidgetCRD(ctx, group)
-		Expect(k8s.Create(ctx, newInstall(ns, "widgets", "widget-webhook", crdName))).To(Succeed())
+		_, start, err := cluster.AuditEvents(0)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(k8s.Create(ctx, newInstall(ns, "widgets", deployment, crdName))).To(Succeed())
 		eventuallyPhase(ctx, ns, "widgets", v1alpha1.PhaseInstalling, v1alpha1.ReasonDeploymentUnavailable)
-		Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "widget-webhook"}, &appsv1.Deployment{})).To(Succeed())
-		Consistently(func() string { return conversionService(getCRD(ctx, crdName)) }, 2*time.Second, 200*time.Millisecond).
-			Should(BeEmpty(), "no conversion may point at a webhook that does not serve")
+		Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: deployment}, &appsv1.Deployment{})).To(Succeed())
 
-		serve(ns, "widget-webhook")
+		By("running the webhook's pod, which gets ready only once the gate opens")
+		gate := make(chan struct{})
+		cluster.Kubelet.Serve(ns, deployment, testcluster.HostFunc(func(ctx context.Context, env *testcluster.PodEnv) error {
+			select {
+			case <-gate:
+			case <-ctx.Done():
+				return nil
+			}
+			return testcluster.HandlerHost{Handler: &testcluster.WidgetConverter{}}.Run(ctx, env)
+		}))
+		// The pod runs, not ready: the stand-in writes an unavailable status,
+		// and the operator, woken by it, runs a pass (it reads the CRD live).
+		Eventually(func(g Gomega) {
+			events, _, err := cluster.AuditEvents(start)
+			g.Expect(err).NotTo(HaveOccurred())
+			reported := kubeletStatusWrites(events, kubelet, ns, deployment)
+			g.Expect(reported).NotTo(BeEmpty(), "the pod stand-in reported the Deployment")
+			g.Expect(operatorRequests(events, "get", "customresourcedefinitions", "", crdName)).To(ContainElement(
+				HaveField("Received", BeTemporally(">", reported[len(reported)-1].Completed))), "a pass of the operator since")
+		}).Should(Succeed())
+		gateOpened := time.Now()
+		close(gate)
+
 		eventuallyPhase(ctx, ns, "widgets", v1alpha1.PhaseSucceeded, v1alpha1.ReasonSucceeded)
 		Expect(conversionService(getCRD(ctx, crdName))).To(Equal(ns + "/widget-webhook-service"))
+
+		By("reading the order of the writes in the API server's audit log")
+		events, _, err := cluster.AuditEvents(start)
+		Expect(err).NotTo(HaveOccurred())
+		applied := operatorRequests(events, "", "deployments", "", deployment)
+		Expect(applied).NotTo(BeEmpty(), "the operator's write of the Deployment")
+		var madeAvailable *testcluster.AuditEvent
+		for _, w := range kubeletStatusWrites(events, kubelet, ns, deployment) {
+			if w.Received.After(gateOpened) { // the pod got ready only then
+				madeAvailable = &w
+				break
+			}
+		}
+		Expect(madeAvailable).NotTo(BeNil(), "the stand-in's status write once the pod got ready")
+		var dep appsv1.Deployment
+		Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: deployment}, &dep)).To(Succeed())
+		Expect(dep.Status.AvailableReplicas).To(BeNumerically(">=", 1), "the Deployment is available")
+		// The CRD's claim is patched before the Deployment is applied; any
+		// later patch of the CRD is the conversion.
+		var conversionPatches []testcluster.AuditEvent
+		for _, p := range operatorRequests(events, "patch", "customresourcedefinitions", "", crdName) {
+			if p.Received.After(applied[0].Received) {
+				conversionPatches = append(conversionPatches, p)
+			}
+		}
+		Expect(conversionPatches).NotTo(BeEmpty(), "the operator's patch of spec.conversion")
+		for _, p := range conversionPatches {
+			Expect(p.Received).To(BeTemporally(">=", madeAvailable.Completed),
+				"the CRD was patched at %s, before the Deployment was available (status written at %s, the pod got ready after %s)",
+				p.Received.Format(time.StampMicro), madeAvailable.Completed.Format(time.StampMicro), gateOpened.Format(time.StampMicro))
+		}
 	})
 
 	It("waits in Pending for a missing CRD and converges when it is created", func(ctx context.Context) {
@@ -127,4 +184,50 @@ func createForeignCRD(ctx context.Context, group, ns string, caBundle []byte) *a
 	crd.Spec.Conversion = testcluster.WidgetCRD(group, ns, "someone-elses-webhook", caBundle).Spec.Conversion
 	Expect(k8s.Patch(ctx, crd, patch, client.FieldOwner("someone-else"))).To(Succeed())
 	return crd
+}
+
+// kubeletUser is who the kubelet stand-in writes as: the test cluster's
+// own client's user (envtest's admin), as the API server names it.
+func kubeletUser() string {
+	GinkgoHelper()
+	review := &authenticationv1.SelfSubjectReview{}
+	Expect(cluster.Client.Create(context.Background(), review)).To(Succeed())
+	Expect(review.Status.UserInfo.Username).NotTo(BeEmpty())
+	return review.Status.UserInfo.Username
+}
+
+// kubeletStatusWrites are the stand-in's (user's) successful writes of the
+// Deployment's status, in the order the API server received them.
+func kubeletStatusWrites(events []testcluster.AuditEvent, user, ns, deployment string) []testcluster.AuditEvent {
+	var writes []testcluster.AuditEvent
+	for _, e := range events {
+		if e.User.Username == user && e.IsWrite() && succeeded(e) && e.ObjectRef.Resource == "deployments" &&
+			e.ObjectRef.Subresource == "status" && e.ObjectRef.Namespace == ns && e.ObjectRef.Name == deployment {
+			writes = append(writes, e)
+		}
+	}
+	sortByReceived(writes)
+	return writes
+}
+
+// operatorRequests are the operator's successful requests with verb (any
+// write when empty) on resource/subresource name, in the order received.
+func operatorRequests(events []testcluster.AuditEvent, verb, resource, subresource, name string) []testcluster.AuditEvent {
+	var found []testcluster.AuditEvent
+	for _, e := range events {
+		if e.User.Username == managerUser && succeeded(e) && (e.Verb == verb || verb == "" && e.IsWrite()) &&
+			e.ObjectRef.Resource == resource && e.ObjectRef.Subresource == subresource && e.ObjectRef.Name == name {
+			found = append(found, e)
+		}
+	}
+	sortByReceived(found)
+	return found
+}
+
+func succeeded(e testcluster.AuditEvent) bool {
+	return e.ResponseStatus.Code >= 200 && e.ResponseStatus.Code < 300
+}
+
+func sortByReceived(events []testcluster.AuditEvent) {
+	sort.SliceStable(events, func(i, j int) bool { return events[i].Received.Before(events[j].Received) })
 }
