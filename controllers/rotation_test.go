@@ -3,6 +3,7 @@ package controllers_test
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -15,6 +16,7 @@ import (
 	v1alpha1 "github.com/hookwright/hookwright/api/v1alpha1"
 	"github.com/hookwright/hookwright/certs"
 	"github.com/hookwright/hookwright/controllers/desired"
+	"github.com/hookwright/hookwright/internal/testcluster"
 	"github.com/hookwright/hookwright/internal/testfixtures"
 )
 
@@ -118,22 +120,82 @@ var _ = Describe("Certificate rotation", func() {
 		Expect(metricValue("hookwright_conversion_verifications_total", map[string]string{"result": "failure"})).To(Equal(failedVerificationsBefore),
 			"no verification failed during the rotations")
 
+		// Every rotation has one Started and one Completed Event: the
+		// install's first certificates (one CA, one serving), each forced
+		// rotation, and the serving certificates each CA rotation reissues
+		// from the new CA.
 		Eventually(func(g Gomega) {
+			g.Expect(rotationEvents(ctx, g, ns)).To(Equal(map[string]int32{
+				"CARotationStarted":        int32(1 + caRotations),
+				"CARotationCompleted":      int32(1 + caRotations),
+				"ServingRotationStarted":   int32(1 + servingRotations + caRotations),
+				"ServingRotationCompleted": int32(1 + servingRotations + caRotations),
+			}))
+		}).Should(Succeed())
+	})
+
+	It("records a rotation superseded before its rollout completed as failed, with a Warning Event", func(ctx context.Context) {
+		Expect(k8s.Create(ctx, newInstall(ns, "widgets", "widget-webhook", crdName))).To(Succeed())
+		eventuallyPhase(ctx, ns, "widgets", v1alpha1.PhaseSucceeded, v1alpha1.ReasonSucceeded)
+
+		By("holding back every new pod of the webhook: a serving rotation cannot roll out")
+		gate := make(chan struct{})
+		cluster.Kubelet.Serve(ns, "widget-webhook", testcluster.HostFunc(func(ctx context.Context, env *testcluster.PodEnv) error {
+			select {
+			case <-gate:
+			case <-ctx.Done():
+				return nil
+			}
+			return testcluster.HandlerHost{Handler: &testcluster.WidgetConverter{}}.Run(ctx, env)
+		}))
+		requestRotation(ctx, ns, "serving: stuck rollout")
+		Eventually(func(g Gomega) {
+			whi := installIn(ctx, g, ns, "widgets")
+			g.Expect(whi.Status.HandledRotationRequest).To(Equal("serving: stuck rollout"))
+			g.Expect(whi.Status.Rotations).To(ContainElement(And(HaveField("Kind", v1alpha1.RotationServing),
+				HaveField("Message", "stuck rollout"), HaveField("Outcome", v1alpha1.RotationInProgress))))
+		}).Should(Succeed())
+
+		By("superseding it with a second serving rotation")
+		requestRotation(ctx, ns, "serving: supersede")
+		var failed v1alpha1.RotationRecord
+		Eventually(func(g Gomega) {
+			whi := installIn(ctx, g, ns, "widgets")
+			g.Expect(whi.Status.HandledRotationRequest).To(Equal("serving: supersede"))
+			found := false
+			for _, rec := range whi.Status.Rotations {
+				if rec.Kind == v1alpha1.RotationServing && rec.Reason == "Manual" && rec.Outcome == v1alpha1.RotationFailed {
+					failed, found = rec, true
+				}
+			}
+			g.Expect(found).To(BeTrue(), "%+v", whi.Status.Rotations)
+		}).Should(Succeed())
+		Expect(failed.Message).To(Equal("stuck rollout (superseded by a newer rotation before it completed)"))
+		Expect(failed.Completed).NotTo(BeNil())
+
+		By("letting the rollout through: the second rotation completes")
+		close(gate)
+		Eventually(func(g Gomega) {
+			whi := installIn(ctx, g, ns, "widgets")
+			g.Expect(whi.Status.Phase).To(Equal(v1alpha1.PhaseSucceeded))
+			g.Expect(whi.Status.Rotations).To(ContainElement(And(HaveField("Kind", v1alpha1.RotationServing),
+				HaveField("Message", "supersede"), HaveField("Outcome", v1alpha1.RotationSucceeded))))
+		}, 2*time.Minute).Should(Succeed())
+
+		Eventually(func(g Gomega) {
+			g.Expect(rotationEvents(ctx, g, ns)).To(Equal(map[string]int32{
+				"CARotationStarted":        1,
+				"CARotationCompleted":      1,
+				"ServingRotationStarted":   3, // the first certificates and both requests
+				"ServingRotationCompleted": 2, // the first certificates and the second request
+				"ServingRotationFailed":    1,
+			}))
 			var events eventsv1.EventList
 			g.Expect(k8s.List(ctx, &events, client.InNamespace(ns))).To(Succeed())
-			// Repeats of one reason form a series (events.k8s.io); count it.
-			count := map[string]int32{}
-			for _, e := range events.Items {
-				n := int32(1)
-				if e.Series != nil {
-					n = e.Series.Count
-				}
-				count[e.Reason] += n
-			}
-			g.Expect(count["CARotationStarted"]).To(BeNumerically(">=", 2), "the series is flushed in steps; at least started and repeated")
-			g.Expect(count["CARotationCompleted"]).To(BeNumerically(">=", 2))
-			g.Expect(count["ServingRotationStarted"]).To(BeNumerically(">=", 2))
-			g.Expect(count["ServingRotationCompleted"]).To(BeNumerically(">=", 2))
+			g.Expect(events.Items).To(ContainElement(And(
+				HaveField("Reason", "ServingRotationFailed"), HaveField("Type", corev1.EventTypeWarning), HaveField("Action", "Rotate"),
+				HaveField("Regarding.Kind", "WebhookInstall"), HaveField("Regarding.Name", "widgets"),
+				HaveField("Note", ContainSubstring("did not complete: stuck rollout (superseded by a newer rotation before it completed)")))))
 		}).Should(Succeed())
 	})
 
@@ -195,3 +257,30 @@ var _ = Describe("Certificate rotation", func() {
 		Expect(getInstall(ctx, ns, "widgets").Status.Rotations).To(HaveLen(records), "nothing was rotated")
 	})
 })
+
+func requestRotation(ctx context.Context, ns, request string) {
+	GinkgoHelper()
+	whi := getInstall(ctx, ns, "widgets")
+	patch := client.MergeFrom(whi.DeepCopy())
+	whi.Annotations = map[string]string{v1alpha1.AnnotationRotate: request}
+	Expect(k8s.Patch(ctx, whi, patch)).To(Succeed())
+}
+
+// rotationEvents counts the namespace's rotation Events per reason, each
+// repeat of a series (events.k8s.io's series.count) included.
+func rotationEvents(ctx context.Context, g Gomega, ns string) map[string]int32 {
+	var events eventsv1.EventList
+	g.Expect(k8s.List(ctx, &events, client.InNamespace(ns))).To(Succeed())
+	count := map[string]int32{}
+	for _, e := range events.Items {
+		if !strings.Contains(e.Reason, "Rotation") || e.Reason == "RotationRequestInvalid" {
+			continue
+		}
+		n := int32(1)
+		if e.Series != nil {
+			n = e.Series.Count
+		}
+		count[e.Reason] += n
+	}
+	return count
+}
