@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
@@ -19,65 +20,70 @@ import (
 	"github.com/hookwright/hookwright/controllers/desired"
 )
 
-// finalize releases the install's CRD claims, removes what it created, and
-// only then lets the WebhookInstall go. Any error retries with backoff (the
-// finalizer stays), unlike OLM's one-shot delete handler.
+// finalize runs while the install is deleted: retire releases its CRD
+// claims, keeps serving those whose conversion None would make unreadable
+// (keepalive.go) until they are migrated or taken over, and only then
+// removes what the install made and lets the WebhookInstall go. A newer
+// install that replaces this one takes over the CRDs it lists first. Any
+// error retries with backoff (the finalizer stays), unlike OLM's one-shot
+// delete handler.
+func (r *WebhookInstallReconciler) finalize(ctx context.Context, s *installState) (ctrl.Result, error) {
+	if !controllerutil.ContainsFinalizer(s.install, Finalizer) {
+		return ctrl.Result{}, nil
+	}
+	newer, err := r.replacement(ctx, s.install)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	return r.retire(ctx, s, newer)
+}
+
+// releaseOrKeep gives up the install's claim on a CRD it stops serving;
+// why completes "WebhookInstall <ns>/<name> ..." in the Events. crd is a
+// live read.
 //
 // A CRD's conversion is switched to None only when that is harmless: every
 // object is stored in one version and every served version has the same
 // schema. Otherwise None would serve objects under the wrong schema, so the
-// conversion is left in place, an Event on the CRD says why, and the CRD is
-// marked released so a new install takes it over without a handover.
-func (r *WebhookInstallReconciler) finalize(ctx context.Context, s *installState) error {
-	if !controllerutil.ContainsFinalizer(s.install, Finalizer) {
-		return nil
-	}
-	for _, name := range conversionCRDNames(s.install) {
-		if err := r.release(ctx, s, name, "was deleted"); err != nil {
-			return err
-		}
-	}
-	if err := r.deleteOwned(ctx, s.install); err != nil {
-		return err
-	}
-	forgetInstallMetrics(s.install)
-	patch := client.MergeFromWithOptions(s.install.DeepCopy(), client.MergeFromWithOptimisticLock{})
-	controllerutil.RemoveFinalizer(s.install, Finalizer)
-	return client.IgnoreNotFound(r.Client.Patch(ctx, s.install, patch, client.FieldOwner(desired.FieldManager)))
-}
-
-// release gives up the install's claim on a CRD; why completes "WebhookInstall
-// <ns>/<name> ..." in the Events.
-func (r *WebhookInstallReconciler) release(ctx context.Context, s *installState, name, why string) error {
-	crd := &apiextensionsv1.CustomResourceDefinition{}
-	if err := r.APIReader.Get(ctx, client.ObjectKey{Name: name}, crd); err != nil {
-		return client.IgnoreNotFound(err)
-	}
+// CRD stays claimed and keeps converting through the install's webhook,
+// which the install keeps serving: the returned crdState (keepalive.go).
+// Only when the install no longer declares that webhook's Deployment is
+// the conversion left in place unserved, with a Warning on the CRD, and
+// the CRD marked released so a new install takes it over without a
+// handover.
+func (r *WebhookInstallReconciler) releaseOrKeep(ctx context.Context, s *installState, crd *apiextensionsv1.CustomResourceDefinition, why string) (*crdState, error) {
+	name := crd.Name
 	if crd.Annotations[v1alpha1.AnnotationOwner] != installRef(s.install) {
-		return nil // never ours, or already handed over
+		return nil, nil // never ours, or already handed over
 	}
 	leftInPlace := false
 	if pointsAtInstall(crd, s.install) {
 		if unsafe := noneIsUnsafe(crd); unsafe != "" {
+			kept, err := r.keepState(ctx, s, crd, unsafe)
+			if err != nil || kept != nil {
+				return kept, err
+			}
 			leftInPlace = true
 			r.Recorder.Eventf(crd, s.install, corev1.EventTypeWarning, "ConversionLeftInPlace", "Release",
-				"WebhookInstall %s %s but CRD %s keeps its webhook conversion: %s. Re-install a WebhookInstall for it, or migrate storage to one version before setting strategy None", installRef(s.install), why, name, unsafe)
+				"WebhookInstall %s %s but CRD %s keeps its webhook conversion: %s; the install no longer declares the deployment of service %s, so nothing keeps it serving. "+
+					"Re-install a WebhookInstall for it, or migrate storage to one version before setting strategy None",
+				installRef(s.install), why, name, unsafe, crd.Spec.Conversion.Webhook.ClientConfig.Service.Name)
 		} else {
 			applied := conversionApplyObject(name, nil)
 			if err := r.apply(ctx, applied); err != nil {
-				return err
+				return nil, err
 			}
 			// The apply changed the resourceVersion: the claim is released
 			// on the CRD the apply returned, not on the stale read.
 			crd = &apiextensionsv1.CustomResourceDefinition{}
 			if err := runtime.DefaultUnstructuredConverter.FromUnstructured(applied.Object, crd); err != nil {
-				return fmt.Errorf("reading CRD %s as applied: %w", name, err)
-			}
-			if crd.Annotations[v1alpha1.AnnotationOwner] != installRef(s.install) {
-				return nil
+				return nil, fmt.Errorf("reading CRD %s as applied: %w", name, err)
 			}
 			r.Recorder.Eventf(crd, s.install, corev1.EventTypeNormal, "ConversionSetToNone", "Release",
 				"WebhookInstall %s %s; CRD %s stores one version with one schema, so conversion is now None", installRef(s.install), why, name)
+			if crd.Annotations[v1alpha1.AnnotationOwner] != installRef(s.install) {
+				return nil, nil
+			}
 		}
 	}
 	patch := client.MergeFromWithOptions(crd.DeepCopy(), client.MergeFromWithOptimisticLock{})
@@ -87,9 +93,9 @@ func (r *WebhookInstallReconciler) release(ctx context.Context, s *installState,
 		crd.Annotations[v1alpha1.AnnotationReleasedBy] = installRef(s.install)
 	}
 	if err := r.Client.Patch(ctx, crd, patch, client.FieldOwner(desired.FieldManager)); err != nil {
-		return fmt.Errorf("releasing CRD %s: %w", name, err)
+		return nil, fmt.Errorf("releasing CRD %s: %w", name, err)
 	}
-	return nil
+	return nil, nil
 }
 
 // noneIsUnsafe says why strategy None could mangle objects, or "".

@@ -2,6 +2,7 @@ package controllers
 
 import (
 	"context"
+	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -88,15 +89,19 @@ func (r *WebhookInstallReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Complete(r)
 }
 
-// installsForCRD maps a CRD event to the installs naming it and its owner.
+// installsForCRD maps a CRD event to the installs naming it and its owner
+// (which may keep serving a CRD it no longer names: keepalive.go).
 func (r *WebhookInstallReconciler) installsForCRD(ctx context.Context, crd client.Object) []reconcile.Request {
 	var installs v1alpha1.WebhookInstallList
 	if err := r.Client.List(ctx, &installs, client.MatchingFields{indexConversionCRD: crd.GetName()}); err != nil {
 		return nil
 	}
-	requests := make([]reconcile.Request, 0, len(installs.Items))
+	requests := make([]reconcile.Request, 0, len(installs.Items)+1)
 	for i := range installs.Items {
 		requests = append(requests, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&installs.Items[i])})
+	}
+	if ns, name, ok := strings.Cut(crd.GetAnnotations()[v1alpha1.AnnotationOwner], "/"); ok {
+		requests = append(requests, reconcile.Request{NamespacedName: client.ObjectKey{Namespace: ns, Name: name}})
 	}
 	return requests
 }

@@ -22,6 +22,11 @@ type installState struct {
 	crds     []*crdState // every conversion CRD, in spec order
 	services map[string]*serviceCerts
 
+	// keepOnly: the install is deleted or replaced, and maintains only the
+	// webhooks of the CRDs it keeps serving (keepalive.go).
+	keepOnly  bool
+	keepAlive *keepAliveNote // what the status says about kept CRDs
+
 	workloadsChecked bool     // ensureWorkloads ran to its end
 	unavailable      []string // webhook Deployments not available yet
 	rollingOut       []string // webhook Deployments not yet all on the current template
@@ -89,7 +94,9 @@ type crdState struct {
 	written      bool   // spec.conversion written this pass
 	driftManager string // another manager rewrote the conversion Hookwright had configured
 	unverifiable bool   // no object to convert, and a dry-run could not reach the webhook
-	handover     bool   // owned by the install this one replaces: taken over once this one serves
+	handover     bool   // owned by the install this one replaces, or by a deleted one: taken over once this one serves
+	from         string // with handover: the owner it is taken over from (<namespace>/<name>)
+	kept         bool   // no longer listed, but None is unsafe: kept serving (keepalive.go)
 	forbidden    bool   // unverifiable because RBAC forbids reading the converted resource
 }
 

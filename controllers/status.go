@@ -35,6 +35,7 @@ func (r *WebhookInstallReconciler) writeStatus(ctx context.Context, s *installSt
 		err := r.Client.Status().Update(ctx, updated)
 		if err == nil {
 			r.recordTransitions(s.install, old, next)
+			r.recordKeptAlive(s, old, next)
 			observeStatusMetrics(s.install, old.Rotations, next)
 			s.install = updated
 			return nil
@@ -90,7 +91,7 @@ func computeStatus(s *installState, stepErr error) v1alpha1.WebhookInstallStatus
 		st.HandledRotationRequest = s.handledRequest
 	}
 
-	st.Phase, st.Reason, st.Message = phaseOf(s, stepErr)
+	st.Phase, st.Reason, st.Message = s.keepAlive.keptStatus(phaseOf(s, stepErr))
 	waiting := func(string) (string, string) {
 		if s.halt != nil {
 			return s.halt.reason, s.halt.message

@@ -34,6 +34,9 @@ func (r *WebhookInstallReconciler) claimOwnership(ctx context.Context, s *instal
 	me := installRef(s.install)
 	var toClaim []*crdState
 	for _, c := range s.crds {
+		if c.kept {
+			continue // owned already, kept serving (keepalive.go)
+		}
 		owner := c.crd.Annotations[v1alpha1.AnnotationOwner]
 		switch {
 		case owner == me:
@@ -43,7 +46,7 @@ func (r *WebhookInstallReconciler) claimOwnership(ctx context.Context, s *instal
 		case owner != "" && owner == replacedRef(s.install):
 			// An upgrade: the CRD is taken over in configureConversion,
 			// once this install's own webhook serves (step_handover.go).
-			c.handover = true
+			c.handover, c.from = true, owner
 		case owner != "":
 			holder, err := r.ownerInstall(ctx, owner)
 			if err != nil {
@@ -52,6 +55,11 @@ func (r *WebhookInstallReconciler) claimOwnership(ctx context.Context, s *instal
 			switch {
 			case holder == nil:
 				toClaim = append(toClaim, c) // the owner is gone without releasing
+			case !holder.DeletionTimestamp.IsZero():
+				// A deleted owner keeps serving a CRD it cannot switch to
+				// None (keepalive.go) until another install takes it over:
+				// this one, once its own webhook serves.
+				c.handover, c.from = true, owner
 			default:
 				c.state, c.message = v1alpha1.ConversionConflict, "owned by WebhookInstall "+owner
 				s.stop(v1alpha1.PhaseFailed, v1alpha1.ReasonOwnerConflict, ownerConflictMessage(s.install, c.name, owner))
@@ -64,6 +72,9 @@ func (r *WebhookInstallReconciler) claimOwnership(ctx context.Context, s *instal
 			}
 			toClaim = append(toClaim, c)
 		}
+	}
+	if err := r.refuseAdoptingKept(ctx, s); err != nil {
+		return err
 	}
 	if s.halt != nil {
 		return r.releaseUnserved(ctx, s)
@@ -109,7 +120,7 @@ func ownerConflictMessage(install *v1alpha1.WebhookInstall, crdName, owner strin
 func (r *WebhookInstallReconciler) releaseUnserved(ctx context.Context, s *installState) error {
 	me := installRef(s.install)
 	for _, c := range s.crds {
-		if c.crd == nil || c.crd.Annotations[v1alpha1.AnnotationOwner] != me || pointsAtService(c.crd, s.install.Namespace, c.webhook.Service) {
+		if c.crd == nil || c.kept || c.crd.Annotations[v1alpha1.AnnotationOwner] != me || pointsAtService(c.crd, s.install.Namespace, c.webhook.Service) {
 			continue
 		}
 		patch := client.MergeFromWithOptions(c.crd.DeepCopy(), client.MergeFromWithOptimisticLock{})

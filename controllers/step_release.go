@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -15,8 +16,11 @@ import (
 
 // releaseDropped releases the CRDs this install still claims but no longer
 // lists in any webhookdefinition (a new version dropped them, or dropped
-// the webhook), with the same never-unreadable rule as deletion. It reads
-// the metadata-only CRD cache through the owner index: only the CRDs this
+// the webhook), with the same never-unreadable rule as deletion: a CRD
+// whose conversion None would make unreadable is kept serving, and joins
+// this pass's CRDs so its webhook keeps its certificate mount, Service
+// port and rotation, and the CRD its caBundle (keepalive.go). It reads the
+// metadata-only CRD cache through the owner index: only the CRDs this
 // install claims, never a copy of every CRD's metadata.
 func (r *WebhookInstallReconciler) releaseDropped(ctx context.Context, s *installState) error {
 	claimed := &metav1.PartialObjectMetadataList{}
@@ -25,13 +29,27 @@ func (r *WebhookInstallReconciler) releaseDropped(ctx context.Context, s *instal
 		return fmt.Errorf("listing CRDs: %w", err)
 	}
 	listed := conversionCRDNames(s.install)
-	for _, crd := range claimed.Items {
-		if crd.Annotations[v1alpha1.AnnotationOwner] != installRef(s.install) || slices.Contains(listed, crd.Name) {
+	for _, meta := range claimed.Items {
+		if meta.Annotations[v1alpha1.AnnotationOwner] != installRef(s.install) || slices.Contains(listed, meta.Name) {
 			continue
 		}
-		if err := r.release(ctx, s, crd.Name, "no longer lists it in conversionCRDs"); err != nil {
+		crd := &apiextensionsv1.CustomResourceDefinition{}
+		if err := r.APIReader.Get(ctx, client.ObjectKey{Name: meta.Name}, crd); err != nil {
+			if apierrors.IsNotFound(err) {
+				continue
+			}
+			return fmt.Errorf("reading CRD %s: %w", meta.Name, err)
+		}
+		kept, err := r.releaseOrKeep(ctx, s, crd, "no longer lists it in conversionCRDs")
+		if err != nil {
 			return err
 		}
+		if kept != nil {
+			s.crds = append(s.crds, kept)
+		}
+	}
+	if len(keptNames(s.crds)) > 0 {
+		s.keepAlive = &keepAliveNote{reason: v1alpha1.ReasonKeptAlive, message: func() string { return droppedKeepMessage(s) }}
 	}
 	return nil
 }

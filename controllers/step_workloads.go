@@ -28,6 +28,9 @@ func (r *WebhookInstallReconciler) ensureWorkloads(ctx context.Context, s *insta
 		servingByDeployment[w.Deployment] = &desired.Serving{SecretName: svc.secretName, Fingerprint: certs.Fingerprint(cert)}
 	}
 	for _, spec := range s.install.Spec.Install.Spec.Deployments {
+		if _, isWebhook := servingByDeployment[spec.Name]; s.keepOnly && !isWebhook {
+			continue // a deleted or replaced install maintains only what its kept CRDs need
+		}
 		if err := r.ensureServiceAccount(ctx, s, spec.Spec.Template.Spec.ServiceAccountName); err != nil {
 			return r.componentFailed(s, err)
 		}

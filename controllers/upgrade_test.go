@@ -12,6 +12,7 @@ import (
 	eventsv1 "k8s.io/api/events/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1alpha1 "github.com/hookwright/hookwright/api/v1alpha1"
@@ -135,6 +136,93 @@ var _ = Describe("Upgrading with spec.replaces", func() {
 			return apierrors.IsNotFound(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "widgets-v1"}, &v1alpha1.WebhookInstall{}))
 		}).Should(BeTrue())
 		Expect(getCRD(ctx, crdName).ResourceVersion).To(Equal(before))
+	})
+
+	It("keeps serving a CRD the new version drops while None is unsafe, rotating its CA, with zero failed reads, until the new version lists it", func(ctx context.Context) {
+		main := ns + ".main.hookwright.test"
+		createWidgetCRD(ctx, main)
+		serve(ns, "widget-webhook-v1")
+		old := newInstall(ns, "widgets-v1", "widget-webhook-v1", "widgets."+main)
+		old.Spec.Certificates.TrustOverlap = &metav1.Duration{Duration: 2 * time.Second}
+		old.Spec.CustomResourceDefinitions.Owned = append(old.Spec.CustomResourceDefinitions.Owned, v1alpha1.CRDDescription{Name: crdName, Version: "v1", Kind: "Widget"})
+		old.Spec.WebhookDefinitions[0].ConversionCRDs = append(old.Spec.WebhookDefinitions[0].ConversionCRDs, crdName)
+		Expect(k8s.Create(ctx, old)).To(Succeed())
+		eventuallyPhase(ctx, ns, "widgets-v1", v1alpha1.PhaseSucceeded, v1alpha1.ReasonSucceeded)
+		names := storeInTwoVersions(ctx, group, ns, crdName)
+		readers := startReaders(ctx, group, ns, names, 4)
+		soakEnd := time.Now().Add(60 * time.Second)
+
+		By("upgrading to a version that no longer lists the CRD stored in two versions")
+		serve(ns, "widget-webhook-v2")
+		newer := upgrade(ns, "widgets-v2", "widgets-v1", "widget-webhook-v2", "widgets."+main)
+		Expect(k8s.Create(ctx, newer)).To(Succeed())
+		eventuallyPhase(ctx, ns, "widgets-v2", v1alpha1.PhaseSucceeded, v1alpha1.ReasonSucceeded)
+		kept := eventuallyPhase(ctx, ns, "widgets-v1", v1alpha1.PhaseReplacing, v1alpha1.ReasonKeptAlive)
+		Expect(kept.Status.Message).To(ContainSubstring("which does not list CRD(s) " + crdName + " through service " + ns + "/widget-webhook-v1-service"))
+		Expect(kept.Status.Message).To(ContainSubstring("migrate storage"))
+		Expect(kept.Status.Message).To(ContainSubstring("list them in widgets-v2's conversionCRDs"))
+		Expect(kept.Status.ConversionCRDs).To(ConsistOf(HaveField("Name", crdName)))
+		Expect(getCRD(ctx, "widgets."+main).Annotations[v1alpha1.AnnotationOwner]).To(Equal(ns + "/widgets-v2"))
+		expectServing(ctx, ns, "widgets-v1", crdName, "widget-webhook-v1")
+
+		By("rotating the kept webhook's CA")
+		rotateCA(ctx, ns, "widgets-v1", crdName, "ca: rotated while replaced")
+
+		By("reading for 60 s in all")
+		time.Sleep(time.Until(soakEnd))
+		expectServing(ctx, ns, "widgets-v1", crdName, "widget-webhook-v1")
+
+		By("listing the CRD in the new version: it takes the CRD over and the old install is retired")
+		whi := getInstall(ctx, ns, "widgets-v2")
+		patch := client.MergeFrom(whi.DeepCopy())
+		whi.Spec.CustomResourceDefinitions.Owned = append(whi.Spec.CustomResourceDefinitions.Owned, v1alpha1.CRDDescription{Name: crdName, Version: "v1", Kind: "Widget"})
+		whi.Spec.WebhookDefinitions[0].ConversionCRDs = append(whi.Spec.WebhookDefinitions[0].ConversionCRDs, crdName)
+		Expect(k8s.Patch(ctx, whi, patch)).To(Succeed())
+		eventuallyPhase(ctx, ns, "widgets-v1", v1alpha1.PhaseReplaced, v1alpha1.ReasonReplaced)
+		eventuallyPhase(ctx, ns, "widgets-v2", v1alpha1.PhaseSucceeded, v1alpha1.ReasonSucceeded)
+		time.Sleep(2 * time.Second)
+		readers.Halt()
+		reportReads("replaced install kept a dropped CRD alive, rotated, handed over", readers)
+		crd := getCRD(ctx, crdName)
+		Expect(crd.Annotations[v1alpha1.AnnotationOwner]).To(Equal(ns + "/widgets-v2"))
+		Expect(conversionService(crd)).To(Equal(ns + "/widget-webhook-v2-service"))
+		Eventually(func(g Gomega) {
+			var deps appsv1.DeploymentList
+			g.Expect(k8s.List(ctx, &deps, client.InNamespace(ns), client.MatchingLabels{desired.LabelInstall: "widgets-v1"})).To(Succeed())
+			g.Expect(deps.Items).To(BeEmpty())
+		}).Should(Succeed())
+	})
+
+	It("refuses an upgrade that would adopt the deployment through which the old install keeps a CRD it drops", func(ctx context.Context) {
+		main := ns + ".main.hookwright.test"
+		createWidgetCRD(ctx, main)
+		serve(ns, "widget-webhook")
+		old := newInstall(ns, "widgets-v1", "widget-webhook", "widgets."+main)
+		old.Spec.CustomResourceDefinitions.Owned = append(old.Spec.CustomResourceDefinitions.Owned, v1alpha1.CRDDescription{Name: crdName, Version: "v1", Kind: "Widget"})
+		old.Spec.WebhookDefinitions[0].ConversionCRDs = append(old.Spec.WebhookDefinitions[0].ConversionCRDs, crdName)
+		Expect(k8s.Create(ctx, old)).To(Succeed())
+		eventuallyPhase(ctx, ns, "widgets-v1", v1alpha1.PhaseSucceeded, v1alpha1.ReasonSucceeded)
+		storeInTwoVersions(ctx, group, ns, crdName)
+
+		Expect(k8s.Create(ctx, upgrade(ns, "widgets-v2", "widgets-v1", "widget-webhook", "widgets."+main))).To(Succeed())
+		refused := eventuallyPhase(ctx, ns, "widgets-v2", v1alpha1.PhaseFailed, v1alpha1.ReasonKeptServiceTaken)
+		Expect(refused.Status.Message).To(ContainSubstring("keeps serving CRD " + crdName))
+		Expect(refused.Status.Message).To(ContainSubstring("list CRD " + crdName + " in this install's conversionCRDs"))
+		dep := &appsv1.Deployment{}
+		Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "widget-webhook"}, dep)).To(Succeed())
+		Expect(dep.Labels[desired.LabelInstall]).To(Equal("widgets-v1"), "nothing was adopted")
+		Expect(getCRD(ctx, "widgets."+main).Annotations[v1alpha1.AnnotationOwner]).To(Equal(ns + "/widgets-v1"))
+		expectServing(ctx, ns, "widgets-v1", crdName, "widget-webhook")
+
+		By("listing the CRD in the new version: the upgrade adopts the deployment and takes both CRDs")
+		whi := getInstall(ctx, ns, "widgets-v2")
+		patch := client.MergeFrom(whi.DeepCopy())
+		whi.Spec.CustomResourceDefinitions.Owned = append(whi.Spec.CustomResourceDefinitions.Owned, v1alpha1.CRDDescription{Name: crdName, Version: "v1", Kind: "Widget"})
+		whi.Spec.WebhookDefinitions[0].ConversionCRDs = append(whi.Spec.WebhookDefinitions[0].ConversionCRDs, crdName)
+		Expect(k8s.Patch(ctx, whi, patch)).To(Succeed())
+		eventuallyPhase(ctx, ns, "widgets-v2", v1alpha1.PhaseSucceeded, v1alpha1.ReasonSucceeded)
+		eventuallyPhase(ctx, ns, "widgets-v1", v1alpha1.PhaseReplaced, v1alpha1.ReasonReplaced)
+		Expect(getCRD(ctx, crdName).Annotations[v1alpha1.AnnotationOwner]).To(Equal(ns + "/widgets-v2"))
 	})
 
 	It("adopts a same-named deployment, service and CA across the upgrade; an install outside the chain is refused", func(ctx context.Context) {

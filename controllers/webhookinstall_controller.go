@@ -58,7 +58,7 @@ func (r *WebhookInstallReconciler) Reconcile(ctx context.Context, req ctrl.Reque
 	}
 	s := &installState{install: install, now: r.Clock.Now(), webhooks: desired.Webhooks(install), services: map[string]*serviceCerts{}}
 	if !install.DeletionTimestamp.IsZero() {
-		return ctrl.Result{}, r.finalize(ctx, s)
+		return r.finalize(ctx, s)
 	}
 	if err := r.ensureFinalizer(ctx, install); err != nil {
 		return ctrl.Result{}, err
@@ -68,7 +68,10 @@ func (r *WebhookInstallReconciler) Reconcile(ctx context.Context, req ctrl.Reque
 		return ctrl.Result{}, err
 	}
 	if newer != nil {
-		return ctrl.Result{}, r.yieldToReplacement(ctx, s, newer)
+		// A newer install replaces this one: this one writes nothing the
+		// newer one may adopt, and keeps serving until it has taken over
+		// (retire.go).
+		return r.retire(ctx, s, newer)
 	}
 
 	var stepErr error

@@ -63,6 +63,13 @@ const (
 	// ReasonNameTaken: a Deployment, Service or Secret this install needs
 	// belongs to another WebhookInstall that this one does not replace.
 	ReasonNameTaken = "NameTaken"
+	// ReasonKeptAlive: the install no longer lists (deleted, replaced, or a
+	// new version dropped) CRDs whose conversion None would make unreadable,
+	// so it keeps their webhook serving; the message names them and how to finish.
+	ReasonKeptAlive = "KeptAlive"
+	// ReasonKeptServiceTaken: this install would adopt the Deployment through
+	// which the install it replaces keeps serving a CRD this one does not list.
+	ReasonKeptServiceTaken = "KeptServiceTaken"
 	// ReasonAdmissionGuardNotInForce: the ValidatingAdmissionPolicy that
 	// checks an install's creator may patch its CRDs is missing or changed,
 	// so Hookwright claims no new CRD; the message says what to reapply.
