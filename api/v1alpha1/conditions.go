@@ -37,8 +37,16 @@ const (
 	ReasonInstallComponentFailed = "InstallComponentFailed"
 	// ReasonDeploymentUnavailable: a webhook Deployment is not available yet.
 	ReasonDeploymentUnavailable = "DeploymentUnavailable"
-	// ReasonConversionFailed: the API server could not convert through the webhook; the message has its error.
+	// ReasonConversionFailed: the API server could not convert through the webhook, for none of the reasons below; the message has its error.
 	ReasonConversionFailed = "ConversionFailed"
+	// ReasonWebhookUntrusted: the caBundle does not trust the webhook's serving certificate (the API server's x509/TLS error); rotations wait.
+	ReasonWebhookUntrusted = "WebhookUntrusted"
+	// ReasonWebhookUnreachable: the API server could not connect to the webhook (no serving pod, connection refused, timeout); rotations wait.
+	ReasonWebhookUnreachable = "WebhookUnreachable"
+	// ReasonWebhookPathNotFound: the webhook answered HTTP 404 at the install's webhookPath; trust is proven, but nothing converts.
+	ReasonWebhookPathNotFound = "WebhookPathNotFound"
+	// ReasonConversionRefused: the API server reached and trusted the webhook, which refused to convert an object; rotations go on.
+	ReasonConversionRefused = "ConversionRefused"
 	// ReasonFieldManagerConflict: another field manager keeps rewriting spec.conversion; the message names it and the fix.
 	ReasonFieldManagerConflict = "FieldManagerConflict"
 	// ReasonNoConflict: no other field manager rewrote spec.conversion repeatedly.
