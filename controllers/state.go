@@ -98,6 +98,15 @@ type crdState struct {
 	from         string // with handover: the owner it is taken over from (<namespace>/<name>)
 	kept         bool   // no longer listed, but None is unsafe: kept serving (keepalive.go)
 	forbidden    bool   // unverifiable because RBAC forbids reading the converted resource
+	// trusted: this pass, the API server reached the webhook and trusted
+	// its serving certificate through the current caBundle (or nothing
+	// needs converting). It is what a certificate rotation waits for; a
+	// webhook that refuses an object is trusted, with state Failed.
+	trusted bool
+	// verifyReason is why verification failed (state Failed), a Reason
+	// constant: WebhookUntrusted, WebhookUnreachable, WebhookPathNotFound,
+	// ConversionRefused or ConversionFailed. "" for failures of other steps.
+	verifyReason string
 }
 
 // serviceCerts is the certificate material of one webhook Service.

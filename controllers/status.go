@@ -3,6 +3,7 @@ package controllers
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -103,11 +104,11 @@ func computeStatus(s *installState, stepErr error) v1alpha1.WebhookInstallStatus
 	}
 	setCondition(&st, s.install.Generation, v1alpha1.TypeCertificatesReady, len(s.services) == len(s.webhooks), certificatesMessage(s), waiting)
 	setCondition(&st, s.install.Generation, v1alpha1.TypeWebhooksAvailable, s.workloadsChecked && len(s.unavailable) == 0, "every webhook deployment is available", waiting)
-	setCondition(&st, s.install.Generation, v1alpha1.TypeConversionConfigured, allCRDs(s, v1alpha1.ConversionConfigured, v1alpha1.ConversionVerified), "every conversion CRD points at its webhook", waiting)
+	setCondition(&st, s.install.Generation, v1alpha1.TypeConversionConfigured, allConfigured(s), "every conversion CRD points at its webhook", waiting)
 	verified := allCRDs(s, v1alpha1.ConversionVerified)
 	setCondition(&st, s.install.Generation, v1alpha1.TypeConversionVerified, verified, "the API server converted through every webhook", func(string) (string, string) {
-		if failed := crdMessages(s, v1alpha1.ConversionFailed); failed != "" {
-			return v1alpha1.ReasonConversionFailed, failed
+		if reason, failed := conversionFailure(s); failed != "" {
+			return reason, failed
 		}
 		if unverifiable := crdUnverifiable(s); unverifiable != "" && s.halt == nil {
 			if anyForbidden(s) {
@@ -135,8 +136,11 @@ func phaseOf(s *installState, stepErr error) (v1alpha1.InstallPhase, string, str
 	case stepErr != nil:
 		return v1alpha1.PhaseFailed, v1alpha1.ReasonInstallComponentFailed, stepErr.Error()
 	}
-	if failed := crdMessages(s, v1alpha1.ConversionFailed); failed != "" {
-		return v1alpha1.PhaseFailed, v1alpha1.ReasonConversionFailed, failed
+	// A webhook that refuses an object fails the install too: reads and
+	// LISTs at the converted version fail, which needs its author or the
+	// object's owner; certificate rotations go on regardless.
+	if reason, failed := conversionFailure(s); failed != "" {
+		return v1alpha1.PhaseFailed, reason, failed
 	}
 	for _, c := range s.crds {
 		// A caBundle rewritten during a rotation of a Succeeded install is
@@ -188,6 +192,47 @@ func crdMessages(s *installState, state v1alpha1.ConversionState) string {
 		}
 	}
 	return strings.Join(msgs, "; ")
+}
+
+// allConfigured: every CRD points at its webhook (a verification that
+// failed found it configured).
+func allConfigured(s *installState) bool {
+	for _, c := range s.crds {
+		if !containsState([]v1alpha1.ConversionState{v1alpha1.ConversionConfigured, v1alpha1.ConversionVerified}, c.state) && c.verifyReason == "" {
+			return false
+		}
+	}
+	return true
+}
+
+// failureOrder ranks the reasons of failed conversions, most urgent
+// first: those that also stop certificate rotations, then those where
+// nothing converts, then one refused object.
+var failureOrder = []string{
+	v1alpha1.ReasonWebhookUntrusted, v1alpha1.ReasonWebhookUnreachable, v1alpha1.ReasonConversionFailed,
+	v1alpha1.ReasonWebhookPathNotFound, v1alpha1.ReasonConversionRefused,
+}
+
+// conversionFailure is the most urgent reason among the CRDs whose
+// conversion failed, and all their messages; "" when none failed.
+func conversionFailure(s *installState) (string, string) {
+	rank := len(failureOrder)
+	for _, c := range s.crds {
+		if c.state != v1alpha1.ConversionFailed {
+			continue
+		}
+		reason := c.verifyReason
+		if reason == "" {
+			reason = v1alpha1.ReasonConversionFailed
+		}
+		if i := slices.Index(failureOrder, reason); i >= 0 {
+			rank = min(rank, i)
+		}
+	}
+	if rank == len(failureOrder) {
+		return "", ""
+	}
+	return failureOrder[rank], crdMessages(s, v1alpha1.ConversionFailed)
 }
 
 func anyForbidden(s *installState) bool {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"regexp"
 	"strings"
 	"time"
 
@@ -17,12 +18,22 @@ import (
 	"github.com/hookwright/hookwright/certs"
 )
 
-// verifyFailedRetry is how soon a failed verification is tried again.
+// verifyFailedRetry is how soon a failed verification is tried again:
+// fixing a webhook or an object wakes no watch of Hookwright's.
 const verifyFailedRetry = 10 * time.Second
 
 // verifyForbiddenRetry is how often a verification that RBAC forbids is
 // tried again: granting the permission wakes no watch.
 const verifyForbiddenRetry = 30 * time.Second
+
+// The first words of the CRD status message of a failure in which the
+// webhook answered. Such an answer does not depend on the caBundle, so it
+// stands across a caBundle rewrite (a CA rotation) until the next
+// verification; the status message is where it is kept.
+const (
+	refusedPrefix      = "the webhook refused to convert"
+	pathNotFoundPrefix = "the webhook answered 404 Not Found"
+)
 
 // verifyForbiddenError: Hookwright may not read (or dry-run create) the
 // converted resource, so it cannot make the API server convert. The
@@ -35,42 +46,81 @@ func (e *verifyForbiddenError) Error() string {
 		e.resource, e.cause, e.resource)
 }
 
+// probe is what one conversion through the API server showed. It reports
+// two things: whether the API server trusts the webhook (what a
+// certificate rotation waits for) and whether the conversion works (what
+// the ConversionVerified condition says).
+type probe struct {
+	// converted: the API server converted an object through the webhook.
+	converted bool
+	// trusted: the API server reached the webhook and trusted its serving
+	// certificate through the caBundle. Any answer of the webhook proves
+	// it, a refusal or a 404 included: one object the webhook cannot
+	// convert must not stall certificate renewals.
+	trusted bool
+	// reason, when set, is why nothing converted (a Reason constant).
+	// Neither converted nor reason: nothing could exercise the webhook.
+	reason string
+	// message is for the CRD's status.
+	message string
+	// err is the API server's error, when it gave one.
+	err       error
+	forbidden *verifyForbiddenError
+}
+
+// result is the probe's label on hookwright_conversion_verifications_total.
+func (p probe) result() string {
+	switch {
+	case p.converted:
+		return "success"
+	case p.reason != "":
+		return "failure"
+	}
+	return "unverifiable"
+}
+
 // verifyConversion proves, through the API server, that it converts
 // through the webhook with the caBundle Hookwright wrote: it reads an
 // object at a served version other than the storage version (or, when no
 // object exists, dry-run creates one at that version). It runs only when
-// something changed since the last verification: an idle resync reads
-// nothing and writes nothing.
+// something changed since the last verification, or when the last one
+// failed: an idle resync of a verified install reads and writes nothing.
 func (r *WebhookInstallReconciler) verifyConversion(ctx context.Context, s *installState) error {
 	for _, c := range s.crds {
 		if c.written {
+			if reason, message := answeredBefore(s.install, c.name); reason != "" {
+				// The caBundle changed, not the webhook's answer: it stands
+				// (trust in the new caBundle is not proven yet).
+				c.state, c.verifyReason, c.message = v1alpha1.ConversionFailed, reason, message
+				continue
+			}
 			c.message = "configured; verification follows once the API server has loaded it"
 			continue
 		}
 		if r.stillVerified(s, c) {
-			c.state, c.message = v1alpha1.ConversionVerified, previousMessage(s.install, c.name)
+			c.state, c.trusted, c.message = v1alpha1.ConversionVerified, true, previousMessage(s.install, c.name)
 			continue
 		}
 		version := otherServedVersion(c.crd)
 		if version == "" {
-			c.state, c.message = v1alpha1.ConversionVerified, "one served version: nothing to convert yet"
+			c.state, c.trusted, c.message = v1alpha1.ConversionVerified, true, "one served version: nothing to convert yet"
 			continue
 		}
-		verified, detail, err := r.convertThroughAPIServer(ctx, s.install, c.crd, version)
-		verificationsTotal.WithLabelValues(verificationResult(verified, err)).Inc()
-		var forbidden *verifyForbiddenError
+		p := r.probeConversion(ctx, s.install, c.crd, version)
+		verificationsTotal.WithLabelValues(p.result()).Inc()
+		c.trusted, c.message = p.trusted, p.message
 		switch {
-		case errors.As(err, &forbidden):
-			c.unverifiable, c.forbidden, c.message = true, true, forbidden.Error()
+		case p.forbidden != nil:
+			c.unverifiable, c.forbidden = true, true
 			// RBAC changes wake nothing: look again now and then.
 			s.retryWithin(verifyForbiddenRetry)
-		case err != nil:
-			c.state, c.message = v1alpha1.ConversionFailed, fmt.Sprintf("the API server could not convert %s to %s: %v", c.name, version, err)
+		case p.converted:
+			c.state = v1alpha1.ConversionVerified
+		case p.reason != "":
+			c.state, c.verifyReason = v1alpha1.ConversionFailed, p.reason
 			s.retryWithin(verifyFailedRetry)
-		case verified:
-			c.state, c.message = v1alpha1.ConversionVerified, detail
 		default:
-			c.unverifiable, c.message = true, detail
+			c.unverifiable = true
 		}
 	}
 	return nil
@@ -106,16 +156,52 @@ func previousMessage(install *v1alpha1.WebhookInstall, crd string) string {
 	return ""
 }
 
-// convertThroughAPIServer reads one object at version through the API
-// server, which converts it from the storage version with the webhook.
-// With no object, a server-side dry-run create at version makes the API
-// server convert to the storage version. verified is false (with err nil)
-// when neither could exercise the webhook.
+// answeredBefore is the reason and message of the CRD's last verification
+// if the webhook answered it with a refusal or a 404; else "".
+func answeredBefore(install *v1alpha1.WebhookInstall, crd string) (string, string) {
+	for _, prev := range install.Status.ConversionCRDs {
+		if prev.Name != crd || prev.State != v1alpha1.ConversionFailed {
+			continue
+		}
+		switch {
+		case strings.HasPrefix(prev.Message, refusedPrefix):
+			return v1alpha1.ReasonConversionRefused, prev.Message
+		case strings.HasPrefix(prev.Message, pathNotFoundPrefix):
+			return v1alpha1.ReasonWebhookPathNotFound, prev.Message
+		}
+	}
+	return "", ""
+}
+
+// convertThroughAPIServer is a verification for a certificate rotation's
+// gate: err is set only when the API server did not reach or did not
+// trust the webhook (or RBAC forbids the read, *verifyForbiddenError).
+// verified also holds when the webhook answered with a refusal or a 404:
+// trust is proven, and one object the webhook cannot convert must not
+// stall a rotation. A rotation gate that needs more reads probeConversion.
 func (r *WebhookInstallReconciler) convertThroughAPIServer(ctx context.Context, install *v1alpha1.WebhookInstall, crd *apiextensionsv1.CustomResourceDefinition, version string) (bool, string, error) {
+	p := r.probeConversion(ctx, install, crd, version)
+	switch {
+	case p.forbidden != nil:
+		return false, "", p.forbidden
+	case p.converted || p.trusted:
+		return true, p.message, nil
+	case p.reason != "":
+		return false, "", p.err
+	}
+	return false, p.message, nil
+}
+
+// probeConversion makes the API server convert through the webhook. It
+// reads one stored object at version (in the install's namespace first,
+// then anywhere): the API server converts it from the storage version, and
+// a webhook that refuses it shows. It then dry-run creates an empty object
+// at version, which the API server converts to the storage version through
+// the webhook there and then: a LIST may be answered from the API server's
+// watch cache of that version, filled through the webhook earlier, so a
+// webhook that stopped serving since shows only in the dry-run.
+func (r *WebhookInstallReconciler) probeConversion(ctx context.Context, install *v1alpha1.WebhookInstall, crd *apiextensionsv1.CustomResourceDefinition, version string) probe {
 	gv := crd.Spec.Group + "/" + version
-	list := &unstructured.UnstructuredList{}
-	list.SetAPIVersion(gv)
-	list.SetKind(crd.Spec.Names.ListKind)
 	resource := crd.Spec.Names.Plural + "." + crd.Spec.Group
 	// The status is the install's namespace's to read: it names an object
 	// only from that namespace, so it looks there first and then anywhere.
@@ -123,64 +209,130 @@ func (r *WebhookInstallReconciler) convertThroughAPIServer(ctx context.Context, 
 	if crd.Spec.Scope == apiextensionsv1.NamespaceScoped {
 		scopes = []string{install.Namespace, ""}
 	}
+	read := "" // what the LIST read
 	for _, scope := range scopes {
 		ours := scope != ""
+		list := &unstructured.UnstructuredList{}
+		list.SetAPIVersion(gv)
+		list.SetKind(crd.Spec.Names.ListKind)
 		if err := r.APIReader.List(ctx, list, client.Limit(1), client.InNamespace(scope)); err != nil {
 			if apierrors.IsForbidden(err) {
-				return false, "", &verifyForbiddenError{resource: resource, cause: err.Error()}
+				return probe{forbidden: &verifyForbiddenError{resource: resource, cause: err.Error()}}
 			}
-			if !webhookAnswered(err) {
-				return false, "", err
-			}
-			if ours {
-				return true, fmt.Sprintf("the API server reached the webhook through the caBundle, but the webhook refused an object: %v. Reads of that object at %s fail until the webhook or the object is fixed", err, version), nil
-			}
-			ctrl.LoggerFrom(ctx).Info("The webhook refused an object of another namespace", "crd", crd.Name, "version", version, "error", err.Error())
-			return true, fmt.Sprintf("the API server reached the webhook through the caBundle, but the webhook refused an object outside namespace %s "+
-				"(its name and the webhook's answer are kept out of this status; the manager's log has them). Reads of that object at %s fail until the webhook or the object is fixed", install.Namespace, version), nil
+			return failedProbe(ctx, install, crd, version, err, ours)
 		}
 		if len(list.Items) == 0 {
 			continue
 		}
+		read = fmt.Sprintf("read an object outside namespace %s at %s through the webhook", install.Namespace, version)
 		if ours {
-			return true, fmt.Sprintf("read %s at %s through the webhook", client.ObjectKeyFromObject(&list.Items[0]), version), nil
+			read = fmt.Sprintf("read %s at %s through the webhook", client.ObjectKeyFromObject(&list.Items[0]), version)
 		}
-		return true, fmt.Sprintf("read an object outside namespace %s at %s through the webhook", install.Namespace, version), nil
+		break
 	}
-	probe := &unstructured.Unstructured{}
-	probe.SetAPIVersion(gv)
-	probe.SetKind(crd.Spec.Names.Kind)
-	probe.SetGenerateName("hookwright-verify-")
+	obj := &unstructured.Unstructured{}
+	obj.SetAPIVersion(gv)
+	obj.SetKind(crd.Spec.Names.Kind)
+	obj.SetGenerateName("hookwright-verify-")
 	if crd.Spec.Scope == apiextensionsv1.NamespaceScoped {
-		probe.SetNamespace(install.Namespace)
+		obj.SetNamespace(install.Namespace)
 	}
-	err := r.Client.Create(ctx, probe, client.DryRunAll)
+	err := r.Client.Create(ctx, obj, client.DryRunAll)
 	if err == nil {
-		return true, fmt.Sprintf("dry-run created an object at %s through the webhook (no objects exist yet)", version), nil
+		if read != "" {
+			return probe{converted: true, trusted: true, message: read}
+		}
+		return probe{converted: true, trusted: true, message: fmt.Sprintf("dry-run created an object at %s through the webhook (no objects exist yet)", version)}
 	}
-	if apierrors.IsForbidden(err) && !strings.Contains(err.Error(), "conversion webhook") {
-		return false, "", &verifyForbiddenError{resource: resource, cause: err.Error()}
+	reason, _ := classifyConversionError(err.Error())
+	switch {
+	case reason == v1alpha1.ReasonConversionRefused && read != "":
+		// Hookwright's empty object is no stored object: the webhook
+		// answered, and the stored object read converted.
+		return probe{converted: true, trusted: true, message: fmt.Sprintf("%s; the webhook also answered a dry-run, refusing Hookwright's empty object (%v)", read, err)}
+	case reason == v1alpha1.ReasonConversionRefused:
+		return probe{trusted: true, message: fmt.Sprintf("no %s exist yet and the webhook refused the dry-run object Hookwright made at %s (%v); "+
+			"the API server reached and trusted the webhook. Verification runs again on the next change", crd.Spec.Names.Plural, version, err)}
+	case reason == "" && read != "":
+		// As before dry-runs: the read stands, though the API server may
+		// have answered it from its watch cache.
+		return probe{converted: true, trusted: true, message: fmt.Sprintf("%s (maybe from the API server's watch cache: a dry-run object that would make it call the webhook now was rejected before conversion: %v)", read, err)}
+	case reason == "" && apierrors.IsForbidden(err):
+		return probe{forbidden: &verifyForbiddenError{resource: resource, cause: err.Error()}}
+	case reason == "":
+		return probe{message: fmt.Sprintf("no %s exist yet and a dry-run object was rejected before conversion (%v); verification runs again on the next change", crd.Spec.Names.Plural, err)}
 	}
-	if strings.Contains(err.Error(), "conversion webhook") {
-		return false, "", err
-	}
-	return false, fmt.Sprintf("no %s exist yet and a dry-run object was rejected before conversion (%v); verification runs again on the next change", crd.Spec.Names.Plural, err), nil
+	return failedProbe(ctx, install, crd, version, err, true)
 }
 
-// webhookAnswered tells a conversion the webhook itself refused (a bad
-// object or a webhook bug: the API server reached it and trusted its
-// certificate) from a failure to reach or trust it. Only the latter is
-// Hookwright's to fix, and only it may block a rotation: one object the
-// webhook cannot convert must not stop certificates from being renewed.
-// The API server wraps transport and TLS errors as a url.Error
-// ("failed: Post \"https://...\": ..."); everything else it reports comes
-// from the webhook's answer.
-func webhookAnswered(err error) bool {
-	msg := err.Error()
-	if !strings.Contains(msg, "conversion webhook for ") {
-		return false
+// failedProbe reports a conversion the API server failed. ours: the read
+// was in the install's namespace (or of its own dry-run object), so the
+// status may carry what the webhook said about the object.
+func failedProbe(ctx context.Context, install *v1alpha1.WebhookInstall, crd *apiextensionsv1.CustomResourceDefinition, version string, err error, ours bool) probe {
+	reason, trusted := classifyConversionError(err.Error())
+	p := probe{reason: reason, trusted: trusted, err: err}
+	switch reason {
+	case v1alpha1.ReasonWebhookUntrusted:
+		p.message = fmt.Sprintf("the API server does not trust the webhook's serving certificate through the caBundle, so it could not convert %s to %s: %v", crd.Name, version, err)
+	case v1alpha1.ReasonWebhookUnreachable:
+		p.message = fmt.Sprintf("the API server could not reach the webhook (no ready pod, connection refused or timed out), so it could not convert %s to %s: %v", crd.Name, version, err)
+	case v1alpha1.ReasonWebhookPathNotFound:
+		p.message = fmt.Sprintf("%s at path %s: nothing converts to %s until the install's webhookPath names the path the webhook serves (the API server trusted its certificate, so certificate rotations go on): %v",
+			pathNotFoundPrefix, webhookPath(crd), version, err)
+	case v1alpha1.ReasonConversionRefused:
+		if ours {
+			p.message = fmt.Sprintf("%s an object to %s: %v. The API server reached and trusted the webhook, so certificate rotations go on; "+
+				"reads of that object at %s, and LISTs that include it, fail until the webhook or the object is fixed", refusedPrefix, version, err, version)
+			break
+		}
+		ctrl.LoggerFrom(ctx).Info("The webhook refused an object of another namespace", "crd", crd.Name, "version", version, "error", err.Error())
+		p.message = fmt.Sprintf("%s an object outside namespace %s to %s (its name and the webhook's answer are kept out of this status; the manager's log has them). "+
+			"The API server reached and trusted the webhook, so certificate rotations go on; reads of that object at %s fail until the webhook or the object is fixed",
+			refusedPrefix, install.Namespace, version, version)
+	default:
+		p.reason = v1alpha1.ReasonConversionFailed
+		p.message = fmt.Sprintf("the API server could not convert %s to %s: %v", crd.Name, version, err)
 	}
-	return !strings.Contains(msg, `failed: Post "`)
+	return p
+}
+
+// webhookPath is the path the CRD's conversion posts to.
+func webhookPath(crd *apiextensionsv1.CustomResourceDefinition) string {
+	if c := crd.Spec.Conversion; c != nil && c.Webhook != nil && c.Webhook.ClientConfig != nil && c.Webhook.ClientConfig.Service != nil && c.Webhook.ClientConfig.Service.Path != nil {
+		return *c.Webhook.ClientConfig.Service.Path
+	}
+	return "/"
+}
+
+// The API server reports a conversion webhook's failure as
+// "conversion webhook for <group/version, Kind=kind> failed: <cause>" or
+// "... returned <what was wrong>" (apiextensions-apiserver
+// webhook_converter.go). A failed POST's cause is the transport's
+// url.Error, `Post "<url>": <error>`; a 404 is the REST client's message.
+var (
+	postFailed = regexp.MustCompile(`failed: Post "[^"]*": (.*)`)
+	notFound   = "failed: the server could not find the requested resource"
+)
+
+// classifyConversionError tells, from the API server's error message, why
+// a conversion through the webhook failed, and whether the API server
+// reached the webhook and trusted its certificate (any answer proves it:
+// the TLS handshake verified the chain to the caBundle). reason is "" for
+// an error that is not a conversion webhook's (RBAC, a rejected object).
+func classifyConversionError(msg string) (reason string, trusted bool) {
+	if !strings.Contains(msg, "conversion webhook for ") {
+		return "", false
+	}
+	if m := postFailed.FindStringSubmatch(msg); m != nil {
+		if strings.Contains(m[1], "x509: ") {
+			return v1alpha1.ReasonWebhookUntrusted, false
+		}
+		return v1alpha1.ReasonWebhookUnreachable, false
+	}
+	if strings.Contains(msg, notFound) {
+		return v1alpha1.ReasonWebhookPathNotFound, true
+	}
+	return v1alpha1.ReasonConversionRefused, true
 }
 
 // otherServedVersion is a served version other than the storage version:
@@ -194,6 +346,8 @@ func otherServedVersion(crd *apiextensionsv1.CustomResourceDefinition) string {
 	return ""
 }
 
+// verificationResult is the metric label of a convertThroughAPIServer
+// result.
 func verificationResult(verified bool, err error) string {
 	var forbidden *verifyForbiddenError
 	switch {

@@ -1,34 +1,49 @@
 package controllers
 
 import (
-	"errors"
 	"testing"
+
+	v1alpha1 "github.com/hookwright/hookwright/api/v1alpha1"
 )
 
-// The messages are the API server's (apiextensions-apiserver
-// webhook_converter.go), as a LIST at a converted version returns them.
-func TestWebhookAnswered(t *testing.T) {
+// The messages are the API server's, captured from the API-server suites
+// (controllers/verify_test.go, test/e2e/crontab_test.go): what a LIST, a
+// GET or a dry-run create at a converted version returned; two marked
+// cases are constructed.
+func TestClassifyConversionError(t *testing.T) {
 	tests := []struct {
-		name string
-		err  string
-		want bool
+		name        string
+		err         string
+		wantReason  string
+		wantTrusted bool
 	}{
-		{"the webhook refused an object, with its message",
-			`conversion webhook for stable.example.com/v1, Kind=CronTab failed: converting default/broken-schedule (uid 1) from v1 to v2: cronSpec "* *" has 2 fields, want 5`, true},
-		{"the webhook refused without a message",
-			`conversion webhook for stable.example.com/v1, Kind=CronTab failed: response.result.status was 'Failure', not 'Success'`, true},
-		{"the webhook changed metadata it may not",
-			`conversion webhook for stable.example.com/v1, Kind=CronTab returned invalid metadata in object at index 0: must not change name`, true},
-		{"the caBundle does not trust the serving certificate",
-			`conversion webhook for stable.example.com/v1, Kind=CronTab failed: Post "https://crontab-webhook-service.crontab-system.svc:443/convert?timeout=30s": tls: failed to verify certificate: x509: certificate signed by unknown authority`, false},
-		{"no pod serves",
-			`conversion webhook for stable.example.com/v1, Kind=CronTab failed: Post "https://crontab-webhook-service.crontab-system.svc:443/convert?timeout=30s": dial tcp 10.0.0.1:443: connect: connection refused`, false},
-		{"not a conversion error at all", `widgets.example.com "w" is forbidden`, false},
+		{"the caBundle does not trust the serving certificate (dry-run create)",
+			`conversion webhook for ctl-8bc5n.hookwright.test/v2, Kind=Widget failed: Post "https://widget-webhook-service.ctl-8bc5n.svc:443/convert?timeout=30s": tls: failed to verify certificate: x509: certificate signed by unknown authority`,
+			v1alpha1.ReasonWebhookUntrusted, false},
+		{"no ready pod behind the Service (dry-run create through the egress proxy)",
+			`conversion webhook for ctl-9gc8z.hookwright.test/v2, Kind=Widget failed: Post "https://widget-webhook-service.ctl-9gc8z.svc:443/convert?timeout=30s": proxy error from /tmp/hw-3170238275/egress.sock while dialing 10.0.0.181:443, code 503: 503 Service Unavailable: no ready pod serves service ctl-9gc8z/widget-webhook-service targetPort 9443`,
+			v1alpha1.ReasonWebhookUnreachable, false},
+		{"the pod went away under a pooled connection (GET)",
+			`conversion webhook for ctl-9gc8z.hookwright.test/v1, Kind=Widget failed: Post "https://widget-webhook-service.ctl-9gc8z.svc:443/convert?timeout=30s": EOF`,
+			v1alpha1.ReasonWebhookUnreachable, false},
+		{"webhookPath not served: the webhook's 404 (LIST)",
+			`conversion webhook for ctl-6t9wr.hookwright.test/v1, Kind=Widget failed: the server could not find the requested resource`,
+			v1alpha1.ReasonWebhookPathNotFound, true},
+		{"the webhook refused an object, with its message (LIST)",
+			`conversion webhook for ctl-bxvll.hookwright.test/v1, Kind=Widget failed: converting ctl-bxvll/a-refused: spec.value 1 is not for v2`,
+			v1alpha1.ReasonConversionRefused, true},
+		{"a webhook's message quoting an x509 error is still its answer (constructed)",
+			`conversion webhook for ctl-bxvll.hookwright.test/v1, Kind=Widget failed: converting ctl-bxvll/a: spec.caPEM: x509: malformed certificate`,
+			v1alpha1.ReasonConversionRefused, true},
+		{"not a conversion error: RBAC (constructed in the API server's format)",
+			`widgets.ctl-x.hookwright.test is forbidden: User "system:serviceaccount:hookwright-system:hookwright-manager" cannot list resource "widgets" in API group "ctl-x.hookwright.test" at the cluster scope`,
+			"", false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := webhookAnswered(errors.New(tt.err)); got != tt.want {
-				t.Errorf("webhookAnswered = %v, want %v", got, tt.want)
+			reason, trusted := classifyConversionError(tt.err)
+			if reason != tt.wantReason || trusted != tt.wantTrusted {
+				t.Errorf("classifyConversionError = %q, trusted %v; want %q, trusted %v", reason, trusted, tt.wantReason, tt.wantTrusted)
 			}
 		})
 	}
