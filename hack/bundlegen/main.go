@@ -406,6 +406,12 @@ func ownedCRDs() []operatorsv1alpha1.CRDDescription {
 			{Path: "certsRotateAt", DisplayName: "Certificates Rotate At", Description: "The earliest renewal time of any certificate.", XDescriptors: []string{"urn:alm:descriptor:text"}},
 			{Path: "certsLastUpdated", DisplayName: "Certificates Last Updated", Description: "When a certificate was last issued.", XDescriptors: []string{"urn:alm:descriptor:text"}},
 		},
+	}, {
+		Name:        "trustprobes.operators.hookwright.dev",
+		Version:     "v1",
+		Kind:        "TrustProbe",
+		DisplayName: "Trust Probe",
+		Description: "Hookwright's own probe of a webhook's serving chain during a CA rotation: its conversion is pointed at a webhook with a caBundle to test, and TrustProbes are only ever dry-run created. Nothing is stored; create none.",
 	}}
 }
 

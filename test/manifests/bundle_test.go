@@ -38,7 +38,7 @@ var _ = Describe("The OLM bundle", func() {
 		Expect(bundle.Package).To(Equal("hookwright"))
 		Expect(bundle.Channels).To(Equal([]string{"alpha"}))
 		Expect(bundle.DefaultChannel).To(Equal("alpha"))
-		Expect(bundle.V1CRDs).To(HaveLen(1))
+		Expect(bundle.V1CRDs).To(HaveLen(2), "WebhookInstall and TrustProbe")
 
 		validators := validation.DefaultBundleValidators.WithValidators(
 			validation.ObjectValidator,
@@ -112,8 +112,10 @@ var _ = Describe("The OLM bundle", func() {
 	It("is config/default: the same CRD, Deployment, ServiceAccount and RBAC", func(ctx SpecContext) {
 		objs := decode(kustomize(ctx, "config/default"))
 
-		crd := into[apiextensionsv1.CustomResourceDefinition](find(objs, "CustomResourceDefinition", "webhookinstalls.operators.hookwright.dev"))
-		Expect(equality.Semantic.DeepEqual(bundle.V1CRDs[0].Spec, crd.Spec)).To(BeTrue(), "bundle CRD differs from config/crd: run 'make bundle'")
+		for _, bundled := range bundle.V1CRDs {
+			crd := into[apiextensionsv1.CustomResourceDefinition](find(objs, "CustomResourceDefinition", bundled.Name))
+			Expect(equality.Semantic.DeepEqual(bundled.Spec, crd.Spec)).To(BeTrue(), "bundle CRD %s differs from config/crd: run 'make bundle'", bundled.Name)
+		}
 
 		strategy := bundle.CSV.Spec.InstallStrategy
 		Expect(strategy.StrategyName).To(Equal(operatorsv1alpha1.InstallStrategyNameDeployment))

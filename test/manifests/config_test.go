@@ -110,10 +110,11 @@ var _ = Describe("config/default", func() {
 		objs = decode(rendered)
 	})
 
-	It("renders the CRD, the admission guard, the manager's RBAC, the metrics reader role and the manager, nothing else", func() {
+	It("renders the CRDs, the admission guard, the manager's RBAC, the metrics reader role and the manager, nothing else", func() {
 		Expect(refs(objs)).To(ConsistOf(
 			"Namespace /"+namespace,
 			"CustomResourceDefinition /webhookinstalls.operators.hookwright.dev",
+			"CustomResourceDefinition /trustprobes.operators.hookwright.dev", // the CA rotation's trust probe (controllers/trustprobe.go)
 			"ValidatingAdmissionPolicy /hookwright-install-authority",
 			"ValidatingAdmissionPolicyBinding /hookwright-install-authority",
 			"ClusterRole /hookwright-metrics-reader",

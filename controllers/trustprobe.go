@@ -1,0 +1,285 @@
+package controllers
+
+import (
+	"context"
+	"fmt"
+	"net/url"
+	"regexp"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+
+	v1alpha1 "github.com/hookwright/hookwright/api/v1alpha1"
+)
+
+// The trust probe: a check, through the API server, that fails when the
+// API server does not trust what a webhook Service's pods serve under a
+// given caBundle, without changing the caBundle any reader uses.
+//
+// Hookwright ships a CRD of its own, trustprobes.operators.hookwright.dev
+// (config/crd), that no one reads. To probe, it points that CRD's
+// conversion at the webhook Service (same port and path as the install's
+// CRDs) with the caBundle to test, and dry-run creates a TrustProbe at a
+// version that is not the storage version: the API server converts it
+// through the webhook, verifying the pod's serving chain against that
+// caBundle alone and the name <service>.<namespace>.svc, over its own
+// network path, exactly as for the install's CRDs. Any answer of the
+// webhook (a conversion, a refusal, a 404) proves trust; an x509 error
+// proves the contrary. The webhook sees one conversion request of kind
+// TrustProbe, which it may refuse.
+//
+// The API server loads a CRD change asynchronously, so an answer right
+// after the write may come through the previous configuration. The probe
+// therefore first makes the CRD point at a Service that does not exist
+// (idle) and waits until the API server answers through it (an error that
+// names the idle Service), then writes the configuration to test: every
+// answer that does not name the idle Service came through it.
+//
+// That wait is also a barrier. The API server applies CRD changes in the
+// order of one watch, and drops a CRD's cached conversion configuration
+// when it applies a change to it; so once it answers through the probe's
+// new configuration, it has applied every CRD write made before, the
+// install's caBundle writes included. A CA rotation uses that before it
+// moves the serving certificate to a new CA (see step_rotation.go). With
+// several API servers behind a load balancer the proof holds for the one
+// that answered; the settle time (rotation.SettleTime) stays as a floor.
+//
+// Probes share the CRD, so they run one at a time (one per process: only
+// the leader reconciles). RBAC: patch on CRDs (as for the install's CRDs)
+// and create on trustprobes (rbac.go).
+
+const (
+	trustProbeCRD        = "trustprobes.operators.hookwright.dev"
+	trustProbeAPIVersion = "operators.hookwright.dev/v2" // served, not stored: creating at it converts
+	trustProbeKind       = "TrustProbe"
+	// trustProbeIdleService names no Service in Hookwright's namespace; a
+	// conversion through it fails naming it, before any network call.
+	trustProbeIdleService = "hookwright-trust-probe-idle"
+	// trustProbeLoadTimeout bounds the wait for the API server to load a
+	// configuration of the probe CRD (milliseconds on a healthy one).
+	trustProbeLoadTimeout = 10 * time.Second
+	// trustProbeCallTimeout bounds one dry-run: the API server waits up to
+	// 30 s for a conversion webhook that accepts and never answers.
+	trustProbeCallTimeout = 10 * time.Second
+)
+
+// trustProbeMu serializes probes: they share the probe CRD.
+var trustProbeMu sync.Mutex
+
+var trustProbesTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
+	Name: "hookwright_trust_probes_total",
+	Help: "Trust probes through the API server, by what they gated (promote, move, prune) and result (Trusted, Untrusted, Unreachable, Inconclusive, Unavailable).",
+}, []string{"gate", "result"})
+
+func init() {
+	ctrlmetrics.Registry.MustRegister(trustProbesTotal)
+	// Alerts use increase(): the series of a held rotation exists at 0.
+	trustProbesTotal.WithLabelValues("prune", string(trustUntrusted))
+}
+
+// trustVerdict is what a probe showed.
+type trustVerdict string
+
+const (
+	// trustProven: the API server reached the webhook and trusted its
+	// serving chain through the probed caBundle (the webhook answered).
+	trustProven trustVerdict = "Trusted"
+	// trustUntrusted: the API server reached the webhook and rejected its
+	// serving chain (an x509 error): the probed caBundle does not trust it.
+	trustUntrusted trustVerdict = "Untrusted"
+	// trustUnreachable: the API server could not connect to the webhook,
+	// or it did not answer in time; nothing is known about trust.
+	trustUnreachable trustVerdict = "Unreachable"
+	// trustInconclusive: the probe could not be made (the API server did
+	// not load its configuration in time, someone else wrote the probe
+	// CRD, an API error): try again.
+	trustInconclusive trustVerdict = "Inconclusive"
+	// trustUnavailable: the probe CRD is not installed, or RBAC forbids
+	// the probe: the rotation falls back to reading through the install's
+	// own CRDs.
+	trustUnavailable trustVerdict = "Unavailable"
+)
+
+type trustResult struct {
+	verdict trustVerdict
+	message string // for the status and Events: what the API server said
+}
+
+// probeTarget is one configuration to probe: the conversion the install's
+// CRDs of one Service use, with the caBundle under test.
+type probeTarget struct {
+	conversion *apiextensionsv1.CustomResourceConversion
+	host       string // <service>.<namespace>.svc:<port>, as the API server names it in errors
+}
+
+func newProbeTarget(conv *apiextensionsv1.CustomResourceConversion) probeTarget {
+	ref := conv.Webhook.ClientConfig.Service
+	return probeTarget{conversion: conv, host: fmt.Sprintf("%s.%s.svc:%d", ref.Name, ref.Namespace, ptr.Deref(ref.Port, 443))}
+}
+
+// idleProbe is the probe CRD's conversion between probes: a Service that
+// does not exist in Hookwright's namespace.
+func (r *WebhookInstallReconciler) idleProbe() probeTarget {
+	ns := r.Authority.Namespace
+	if ns == "" {
+		ns = "default"
+	}
+	return newProbeTarget(&apiextensionsv1.CustomResourceConversion{
+		Strategy: apiextensionsv1.WebhookConverter,
+		Webhook: &apiextensionsv1.WebhookConversion{
+			ClientConfig:             &apiextensionsv1.WebhookClientConfig{Service: &apiextensionsv1.ServiceReference{Namespace: ns, Name: trustProbeIdleService, Path: ptr.To("/"), Port: ptr.To[int32](443)}},
+			ConversionReviewVersions: []string{"v1"},
+		},
+	})
+}
+
+// probeTrust makes the API server call the webhook of target with
+// target's caBundle, through the probe CRD, and says what it found.
+func (r *WebhookInstallReconciler) probeTrust(ctx context.Context, target probeTarget) trustResult {
+	trustProbeMu.Lock()
+	defer trustProbeMu.Unlock()
+	idle := r.idleProbe()
+
+	crd := &apiextensionsv1.CustomResourceDefinition{}
+	if err := r.APIReader.Get(ctx, client.ObjectKey{Name: trustProbeCRD}, crd); err != nil {
+		if apierrors.IsNotFound(err) {
+			return trustResult{trustUnavailable, "CRD " + trustProbeCRD + " is not installed (it ships in config/crd and the bundle)"}
+		}
+		return trustResult{trustInconclusive, fmt.Sprintf("reading CRD %s: %v", trustProbeCRD, err)}
+	}
+	if !conversionEqual(crd.Spec.Conversion, idle.conversion) {
+		if _, res, ok := r.writeProbe(ctx, idle); !ok {
+			return res
+		}
+	}
+	// Until the API server answers through idle, an answer may come from
+	// an earlier probe of any Service.
+	if res, o := r.awaitProbe(ctx, idle, func(o probeOutcome) bool { return o.host == idle.host }); o == nil {
+		return res
+	}
+	written, res, ok := r.writeProbe(ctx, target)
+	if !ok {
+		return res
+	}
+	res, o := r.awaitProbe(ctx, idle, func(o probeOutcome) bool { return o.host != idle.host && (o.answered || o.host == target.host) })
+	if o == nil {
+		return res
+	}
+	// A write by someone else in between would make the answer nobody's.
+	if err := r.APIReader.Get(ctx, client.ObjectKey{Name: trustProbeCRD}, crd); err != nil {
+		return trustResult{trustInconclusive, fmt.Sprintf("reading CRD %s: %v", trustProbeCRD, err)}
+	}
+	if crd.ResourceVersion != written {
+		return trustResult{trustInconclusive, "CRD " + trustProbeCRD + " changed during the probe"}
+	}
+	return o.result()
+}
+
+// writeProbe applies target as the probe CRD's conversion and returns the
+// CRD's new resourceVersion.
+func (r *WebhookInstallReconciler) writeProbe(ctx context.Context, target probeTarget) (string, trustResult, bool) {
+	obj := conversionApplyObject(trustProbeCRD, target.conversion)
+	if err := r.apply(ctx, obj); err != nil {
+		if apierrors.IsForbidden(err) || apierrors.IsNotFound(err) {
+			return "", trustResult{trustUnavailable, err.Error()}, false
+		}
+		return "", trustResult{trustInconclusive, err.Error()}, false
+	}
+	return obj.GetResourceVersion(), trustResult{}, true
+}
+
+// awaitProbe dry-runs TrustProbes until want holds for what the API server
+// answered (o non-nil), or says why it gave up (o nil).
+func (r *WebhookInstallReconciler) awaitProbe(ctx context.Context, idle probeTarget, want func(probeOutcome) bool) (trustResult, *probeOutcome) {
+	deadline := time.Now().Add(trustProbeLoadTimeout)
+	pause := 5 * time.Millisecond
+	for {
+		o := classifyProbe(r.dryRunProbe(ctx), idle.host)
+		switch {
+		case o.final:
+			return o.result(), nil
+		case want(o):
+			return trustResult{}, &o
+		case time.Now().After(deadline):
+			return trustResult{trustInconclusive, fmt.Sprintf("the API server did not load the probe's configuration within %s (last answer: %s)", trustProbeLoadTimeout, o.message)}, nil
+		}
+		select {
+		case <-ctx.Done():
+			return trustResult{trustInconclusive, ctx.Err().Error()}, nil
+		case <-time.After(pause):
+		}
+		pause = min(2*pause, 200*time.Millisecond)
+	}
+}
+
+func (r *WebhookInstallReconciler) dryRunProbe(ctx context.Context) error {
+	obj := &unstructured.Unstructured{}
+	obj.SetAPIVersion(trustProbeAPIVersion)
+	obj.SetKind(trustProbeKind)
+	obj.SetGenerateName("hookwright-")
+	ctx, cancel := context.WithTimeout(ctx, trustProbeCallTimeout)
+	defer cancel()
+	return r.Client.Create(ctx, obj, client.DryRunAll)
+}
+
+// probeOutcome is one dry-run's answer.
+type probeOutcome struct {
+	answered bool   // the webhook answered: the chain was trusted
+	host     string // the webhook host the API server failed to call
+	verdict  trustVerdict
+	message  string
+	final    bool // no point in asking again now (forbidden, no CRD, API error)
+}
+
+func (o probeOutcome) result() trustResult {
+	if o.answered {
+		return trustResult{trustProven, o.message}
+	}
+	return trustResult{o.verdict, o.message}
+}
+
+// probeURL finds the webhook URL of a failed call in the API server's
+// message (`conversion webhook for <gvk> failed: Post "<url>": <error>`):
+// it tells which configuration of the probe CRD the API server used.
+var probeURL = regexp.MustCompile(`conversion webhook for .* failed: Post "([^"]*)": (.*)`)
+
+// classifyProbe reads a dry-run's result, with the classifier of
+// verification (classifyConversionError): any answer of the webhook
+// proves trust, an x509 error disproves it.
+func classifyProbe(err error, idleHost string) probeOutcome {
+	if err == nil {
+		return probeOutcome{answered: true, message: "the webhook converted the probe"}
+	}
+	msg := err.Error()
+	reason, trusted := classifyConversionError(msg)
+	if m := probeURL.FindStringSubmatch(msg); m != nil {
+		host := m[1]
+		if u, perr := url.Parse(m[1]); perr == nil {
+			host = u.Host
+		}
+		o := probeOutcome{host: host, verdict: trustUnreachable, message: m[2]}
+		if host != idleHost && reason == v1alpha1.ReasonWebhookUntrusted {
+			o.verdict = trustUntrusted
+		}
+		return o
+	}
+	switch {
+	case trusted:
+		return probeOutcome{answered: true, message: "the webhook answered: " + msg}
+	case apierrors.IsForbidden(err):
+		return probeOutcome{verdict: trustUnavailable, message: msg, final: true}
+	case apierrors.IsNotFound(err):
+		return probeOutcome{verdict: trustUnavailable, message: "the TrustProbe resource is not served: " + msg, final: true}
+	case apierrors.IsTimeout(err) || apierrors.IsServerTimeout(err) || strings.Contains(msg, "context deadline exceeded"):
+		return probeOutcome{verdict: trustUnreachable, message: "no answer in time: " + msg, final: true}
+	}
+	return probeOutcome{verdict: trustInconclusive, message: msg, final: true}
+}
