@@ -100,7 +100,9 @@ func serviceVerified(s *installState, service string) bool {
 		if c.webhook.Service != service {
 			continue
 		}
-		if c.state != v1alpha1.ConversionVerified || c.written {
+		// Trust proven is what a rotation needs: a webhook that refuses
+		// one stored object still serves the new certificate.
+		if !c.trusted || c.written {
 			return false
 		}
 		found = true
