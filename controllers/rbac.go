@@ -36,6 +36,12 @@ package controllers
 // patched: the ownership claim annotation and spec.conversion (apply).
 // +kubebuilder:rbac:groups=apiextensions.k8s.io,resources=customresourcedefinitions,verbs=get;list;watch;patch
 //
+// TrustProbes: only ever dry-run created, so the API server converts one
+// through a webhook with the caBundle a CA rotation must prove
+// (trustprobe.go); nothing is stored. The probe CRD's own spec.conversion
+// is patched under the rule above.
+// +kubebuilder:rbac:groups=operators.hookwright.dev,resources=trustprobes,verbs=create
+//
 // The admission guard (controllers/guard): read by name before any new CRD
 // claim, to refuse claims while it is not in force.
 // +kubebuilder:rbac:groups=admissionregistration.k8s.io,resources=validatingadmissionpolicies;validatingadmissionpolicybindings,verbs=get,resourceNames=hookwright-install-authority

@@ -112,13 +112,13 @@ type crdState struct {
 // serviceCerts is the certificate material of one webhook Service.
 type serviceCerts struct {
 	secretName string
-	ca         *certs.CA         // active: signs the serving certificate
-	next       *certs.CA         // being introduced, trusted but not used yet
-	previous   *x509.Certificate // being retired, still trusted
+	ca         *certs.CA           // active: signs the serving certificate
+	next       *certs.CA           // being introduced, trusted but not used yet
+	previous   []*x509.Certificate // being retired (or kept: rotation.KeepTrust), still trusted
 	servingPEM []byte
 	rotateAt   time.Time
 	rolledOut  bool // the Deployment serves the current certificate everywhere
 }
 
 // bundle is the caBundle the Service's CRDs must carry.
-func (c *serviceCerts) bundle() []byte { return rotation.Bundle(c.ca, c.next, c.previous) }
+func (c *serviceCerts) bundle() []byte { return rotation.Bundle(c.ca, c.next, c.previous...) }

@@ -88,7 +88,7 @@ func rotationDone(s *installState, rec *v1alpha1.RotationRecord) bool {
 		return false
 	}
 	if rec.Kind == v1alpha1.RotationCA {
-		return svc.next == nil && svc.previous == nil && certs.Fingerprint(svc.ca.Cert) == rec.NewFingerprint
+		return svc.next == nil && len(svc.previous) == 0 && certs.Fingerprint(svc.ca.Cert) == rec.NewFingerprint
 	}
 	serving, err := certs.ParseCert(svc.servingPEM)
 	return err == nil && certs.Fingerprint(serving) == rec.NewFingerprint

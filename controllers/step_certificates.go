@@ -146,7 +146,7 @@ func (r *WebhookInstallReconciler) observeCertificates(ctx context.Context, s *i
 		if next, err := certs.LoadCA(certs.KeyPair{CertPEM: caSecret.Data[desired.NextCertKey], KeyPEM: caSecret.Data[desired.NextKeyKey]}); err == nil {
 			o.Next = next
 		}
-		if prev, err := certs.ParseCert(caSecret.Data[desired.PreviousCertKey]); err == nil {
+		if prev, err := certs.ParseCerts(caSecret.Data[desired.PreviousCertKey]); err == nil {
 			o.Previous = prev
 			o.PruneAt, _ = time.Parse(time.RFC3339, caSecret.Annotations[desired.AnnotationPruneAt])
 		}
@@ -157,8 +157,12 @@ func (r *WebhookInstallReconciler) observeCertificates(ctx context.Context, s *i
 	}
 	o.Serving = pairOf(servingSecret)
 	s.storeRotations(service, caSecret, servingSecret)
+	o.Known = knownTrust(s, service)
 	if o.Next != nil {
 		o.NextTrustedFor = r.trustedFor(s, service, o.Next.Cert)
+	}
+	if o.Active != nil {
+		o.ActiveTrustedFor = r.trustedFor(s, service, o.Active.Cert)
 	}
 	o.RolledOut, err = r.rolledOut(ctx, s.install.Namespace, deployment, o.Serving)
 	return o, err
@@ -175,11 +179,40 @@ func loadActiveCA(secret *corev1.Secret) (*certs.CA, certs.Verdict) {
 	return ca, certs.Verdict{}
 }
 
+// knownTrust is what the API server trusts for service now: the CAs of the
+// caBundle of every CRD whose conversion calls it (live reads). When the CA
+// Secret is lost or overwritten, the planner keeps these (rotation.Plan,
+// step 0). The serving Secret's ca.crt is not read: whoever may write that
+// Secret could add a CA the API server never trusted.
+func knownTrust(s *installState, service string) []*x509.Certificate {
+	var known []*x509.Certificate
+	for _, c := range s.crds {
+		if c.webhook.Service != service || c.crd == nil {
+			continue
+		}
+		conv := c.crd.Spec.Conversion
+		if conv == nil || conv.Webhook == nil || conv.Webhook.ClientConfig == nil {
+			continue
+		}
+		ref := conv.Webhook.ClientConfig.Service
+		if ref == nil || ref.Namespace != s.install.Namespace || ref.Name != service {
+			continue
+		}
+		if cas, err := certs.ParseCerts(conv.Webhook.ClientConfig.CABundle); err == nil {
+			known = append(known, cas...)
+		}
+	}
+	return known
+}
+
 // trustedFor is how long every CRD of service has had ca in its caBundle,
 // taken from the time of Hookwright's last apply on each CRD (restart-safe:
-// it is stored by the API server, not remembered).
+// it is stored by the API server, not remembered). managedFields keep
+// whole seconds, so an apply is taken to have happened at the end of its
+// second: the wait is at least SettleTime, never up to a second less.
 func (r *WebhookInstallReconciler) trustedFor(s *installState, service string, ca *x509.Certificate) time.Duration {
-	var shortest time.Duration = -1
+	var shortest time.Duration
+	found := false
 	for _, c := range s.crds {
 		if c.webhook.Service != service || c.crd == nil {
 			continue
@@ -191,17 +224,22 @@ func (r *WebhookInstallReconciler) trustedFor(s *installState, service string, c
 		var since time.Time
 		for _, mf := range c.crd.ManagedFields {
 			if mf.Manager == desired.FieldManager && mf.Operation == metav1.ManagedFieldsOperationApply && mf.Time != nil {
-				since = mf.Time.Time
+				since = mf.Time.Time.Truncate(time.Second).Add(time.Second)
 			}
 		}
 		if since.IsZero() {
 			return 0
 		}
-		if d := s.now.Sub(since); shortest < 0 || d < shortest {
-			shortest = d
+		if d := s.now.Sub(since); !found || d < shortest {
+			shortest, found = d, true
 		}
 	}
-	return max(shortest, 0)
+	if !found {
+		return 0 // no CRD of the Service
+	}
+	// Zero means "not in every caBundle yet": an apply within the last
+	// second (taken to end with its second) is in them already.
+	return max(shortest, time.Nanosecond)
 }
 
 // rolledOut: every replica of the webhook Deployment runs the pod template

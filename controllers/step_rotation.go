@@ -5,9 +5,14 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
+	"sync"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
 
 	v1alpha1 "github.com/hookwright/hookwright/api/v1alpha1"
 	"github.com/hookwright/hookwright/certs"
@@ -49,27 +54,43 @@ func (r *WebhookInstallReconciler) execute(ctx context.Context, s *installState,
 		s.startRotation(record)
 		o.Next = next
 	case rotation.Promote:
-		if err := r.verifyService(ctx, s, service); err != nil {
-			s.retryWithin(rotation.SettleTime)
-			s.rotationNote(service, fmt.Sprintf("waiting to promote the new CA: %v", err))
+		if !r.loadedGate(ctx, s, service, o, "promote", "waiting to promote the new CA") {
 			break
 		}
 		old := o.Active
-		state := desired.CAState{Active: o.Next.Pair, Previous: old.Pair.CertPEM, PruneAt: s.now.Add(o.Overlap), Rotation: s.stored[service].caAnnotation}
+		previous := append(slices.Clone(o.Previous), old.Cert)
+		state := desired.CAState{Active: o.Next.Pair, Previous: certs.Bundle(previous...), PruneAt: s.now.Add(o.Overlap), Rotation: s.stored[service].caAnnotation}
 		if err := r.apply(ctx, desired.CASecret(s.install, service, state)); err != nil {
 			return err
 		}
-		o.Active, o.Next, o.Previous, o.PruneAt = o.Next, nil, old.Cert, state.PruneAt
-		promote := rotation.Action{Reason: "CARotation", Message: "serving certificate moved to the new CA " + certs.Fingerprint(o.Active.Cert)}
-		if err := r.issueServing(ctx, s, service, &o, promote); err != nil {
+		o.Active, o.Next, o.Previous, o.PruneAt = o.Next, nil, previous, state.PruneAt
+		if err := r.issueServing(ctx, s, service, &o, movedToActive(o)); err != nil {
 			return err
 		}
 		rolledOut = false
 		s.retryWithin(o.Overlap)
+	case rotation.KeepTrust:
+		if err := r.keepTrust(ctx, s, service, &o, action); err != nil {
+			return err
+		}
+		if o.Serving == nil || len(o.Serving.CertPEM) == 0 || parseFails(o.Serving.CertPEM) {
+			// Nothing mounted to keep serving: issue from the stored CA now.
+			if err := r.issueServing(ctx, s, service, &o, action); err != nil {
+				return err
+			}
+			rolledOut = false
+		}
+	case rotation.MoveServing:
+		if !r.loadedGate(ctx, s, service, o, "move", "waiting to move the serving certificate to the active CA") {
+			break
+		}
+		if err := r.issueServing(ctx, s, service, &o, movedToActive(o)); err != nil {
+			return err
+		}
+		rolledOut = false
+		s.retryWithin(max(o.PruneAt.Sub(s.now), rotation.SettleTime))
 	case rotation.Prune:
-		if err := r.verifyService(ctx, s, service); err != nil {
-			s.retryWithin(rotation.SettleTime)
-			s.rotationNote(service, fmt.Sprintf("waiting to remove the old CA: %v", err))
+		if !r.pruneGate(ctx, s, service, o) {
 			break
 		}
 		if err := r.apply(ctx, desired.CASecret(s.install, service, desired.CAState{Active: o.Active.Pair, Rotation: s.stored[service].caAnnotation})); err != nil {
@@ -98,6 +119,63 @@ func (r *WebhookInstallReconciler) execute(ctx context.Context, s *installState,
 	return nil
 }
 
+// keepTrust carries out rotation.KeepTrust: the CA Secret lost the CA the
+// serving certificate chains to (deleted, damaged, overwritten). The CAs
+// the CRDs trust now are stored as previous, beside the stored CA or a new
+// one, so the caBundle keeps them until the pods serve the stored CA's
+// certificate and a Prune proves it; the serving certificate stays until
+// MoveServing.
+func (r *WebhookInstallReconciler) keepTrust(ctx context.Context, s *installState, service string, o *rotation.Observed, action rotation.Action) error {
+	annotation := s.stored[service].caAnnotation
+	state := desired.CAState{Previous: certs.Bundle(append(slices.Clone(o.Previous), action.Keep...)...), PruneAt: s.now.Add(rotation.SettleTime + o.Overlap)}
+	var record *v1alpha1.RotationRecord
+	if o.Active == nil {
+		ca, err := certs.NewCA(service+"."+s.install.Namespace+"-ca", o.Policy.KeyAlgorithm, o.Policy.CALifetime, s.now)
+		if err != nil {
+			return err
+		}
+		rec := s.rotationRecord(service, v1alpha1.RotationCA, action, action.Keep[0], ca.Cert)
+		record, annotation = &rec, s.provenance(rec, action)
+		o.Active, o.Next = ca, nil
+	}
+	state.Active, state.Rotation = o.Active.Pair, annotation
+	if o.Next != nil {
+		state.Next = &o.Next.Pair
+	}
+	if err := r.apply(ctx, desired.CASecret(s.install, service, state)); err != nil {
+		return err
+	}
+	if record != nil {
+		s.startRotation(*record)
+	}
+	o.Previous, o.PruneAt = append(o.Previous, action.Keep...), state.PruneAt
+	r.Recorder.Eventf(s.install, nil, corev1.EventTypeWarning, "CATrustKept", "KeepTrust",
+		"Secret %s lost the CA the webhook's serving certificate chains to (%s): kept %s trusted in the caBundle of service %s until its pods serve a certificate of CA %s",
+		desired.CASecretName(service), action.Reason, fingerprints(action.Keep), service, certs.Fingerprint(o.Active.Cert))
+	s.rotationNote(service, action.Message)
+	s.retryWithin(rotation.SettleTime)
+	return nil
+}
+
+// movedToActive is the serving rotation that moves the serving
+// certificate to a new active CA (promotion, or after KeepTrust).
+func movedToActive(o rotation.Observed) rotation.Action {
+	return rotation.Action{Reason: "CARotation", Message: "serving certificate moved to the new CA " + certs.Fingerprint(o.Active.Cert)}
+}
+
+func parseFails(pemBytes []byte) bool {
+	_, err := certs.ParseCert(pemBytes)
+	return err != nil
+}
+
+func fingerprints(cas []*x509.Certificate) string {
+	fps := make([]string, 0, len(cas))
+	for _, c := range cas {
+		fps = append(fps, certs.Fingerprint(c))
+	}
+	return strings.Join(fps, ", ")
+}
+
 // issueServing issues a serving certificate from o.Active and stores it.
 func (r *WebhookInstallReconciler) issueServing(ctx context.Context, s *installState, service string, o *rotation.Observed, action rotation.Action) error {
 	pair, err := o.Active.IssueServing(o.DNSNames, o.Policy.KeyAlgorithm, o.Policy.ServingLifetime, s.now)
@@ -117,6 +195,130 @@ func (r *WebhookInstallReconciler) issueServing(ctx context.Context, s *installS
 	o.Serving = &pair
 	s.issuedCerts = true
 	return nil
+}
+
+// loadedGate is the proof before a serving certificate moves to a new CA
+// (Promote, MoveServing): that the API server loaded the caBundle that
+// trusts it. A trust probe written after every caBundle write answers
+// through its own new configuration only once the API server has applied
+// every earlier CRD write (trustprobe.go); the probe's caBundle is the
+// current one, so the answer also proves the pods are trusted now. A
+// timer alone (rotation.SettleTime, kept as a floor) proves nothing, and
+// a read through the install's CRDs succeeds through the old caBundle too.
+func (r *WebhookInstallReconciler) loadedGate(ctx context.Context, s *installState, service string, o rotation.Observed, gate, waiting string) bool {
+	res := r.probeService(ctx, s, service, rotation.Bundle(o.Active, o.Next, o.Previous...), gate)
+	switch res.verdict {
+	case trustProven:
+		return true
+	case trustUnavailable:
+		return r.fallbackGate(ctx, s, service, res, waiting)
+	}
+	s.retryWithin(rotation.SettleTime)
+	s.rotationNote(service, fmt.Sprintf("%s: %s", waiting, res.message))
+	return false
+}
+
+// pruneGate is the proof before the CAs being retired leave the caBundle:
+// the API server trusts what the pods serve through the active CA alone.
+// The trust probe asks it with that caBundle on a CRD no one reads, so a
+// pod that serves the old chain (a webhook that ignores the certificate it
+// mounts) fails the probe and no read: the old CAs stay, the rotation
+// holds, the CertificatesReady condition and a CARotationHeld Event say
+// why, and the probe is tried again with a growing pause.
+func (r *WebhookInstallReconciler) pruneGate(ctx context.Context, s *installState, service string, o rotation.Observed) bool {
+	if !slices.ContainsFunc(o.Previous, func(c *x509.Certificate) bool { return s.now.Before(c.NotAfter) }) {
+		return true // every CA being retired has expired: keeping it helps no read
+	}
+	key := string(s.install.UID) + "/" + service + "/" + certs.Fingerprint(o.Active.Cert)
+	if h, held := pruneHolds.Load(key); held && s.now.Before(h.(pruneHold).retryAt) {
+		h := h.(pruneHold)
+		s.rotationNote(service, h.note)
+		s.retryWithin(h.retryAt.Sub(s.now))
+		return false
+	}
+	res := r.probeService(ctx, s, service, rotation.Bundle(o.Active, nil), "prune")
+	switch res.verdict {
+	case trustProven:
+		pruneHolds.Delete(key)
+		return true
+	case trustUnavailable:
+		return r.fallbackGate(ctx, s, service, res, "waiting to remove the old CA")
+	case trustUntrusted:
+		attempts := 1
+		if h, held := pruneHolds.Load(key); held {
+			attempts = h.(pruneHold).attempts + 1
+		}
+		pause := min(pruneHeldRetry<<(attempts-1), pruneHeldMaxRetry)
+		note := fmt.Sprintf("held: the API server does not trust what the pods of service %s serve through the new CA %s alone (%s); "+
+			"a pod serves a certificate other than the one Hookwright mounts from Secret %s, so the old CA %s stays in the caBundle. Checked %d time(s); next check in %s",
+			service, certs.Fingerprint(o.Active.Cert), res.message, desired.ServingSecretName(service), fingerprints(o.Previous), attempts, pause)
+		pruneHolds.Store(key, pruneHold{attempts: attempts, retryAt: s.now.Add(pause), note: note})
+		r.Recorder.Eventf(s.install, nil, corev1.EventTypeWarning, "CARotationHeld", "Prune",
+			"Kept the old CA %s trusted for service %s: the API server does not trust what its pods serve through the new CA %s alone (%s). "+
+				"Make every pod serve the certificate Hookwright mounts (Secret %s); the rotation completes once they do. Next check in %s",
+			fingerprints(o.Previous), service, certs.Fingerprint(o.Active.Cert), res.message, desired.ServingSecretName(service), pause)
+		s.rotationNote(service, note)
+		s.retryWithin(pause)
+		return false
+	}
+	s.retryWithin(rotation.SettleTime)
+	s.rotationNote(service, "waiting to remove the old CA: "+res.message)
+	return false
+}
+
+// A prune whose proof failed is tried again after pruneHeldRetry, twice as
+// long after each failure, up to pruneHeldMaxRetry.
+const (
+	pruneHeldRetry    = 5 * time.Second
+	pruneHeldMaxRetry = 5 * time.Minute
+)
+
+// pruneHolds remembers, per install UID, Service and new CA, a prune whose proof
+// failed, so that passes in between do not probe again. A restarted
+// operator probes at once.
+var pruneHolds sync.Map // string -> pruneHold
+
+type pruneHold struct {
+	attempts int
+	retryAt  time.Time
+	note     string
+}
+
+// probeService probes, with bundle, every distinct port and path through
+// which the Service's CRDs convert.
+func (r *WebhookInstallReconciler) probeService(ctx context.Context, s *installState, service string, bundle []byte, gate string) trustResult {
+	seen := map[string]bool{}
+	for _, c := range s.crds {
+		if c.webhook.Service != service {
+			continue
+		}
+		target := newProbeTarget(desired.Conversion(s.install.Namespace, service, c.definition, bundle))
+		key := target.host + *target.conversion.Webhook.ClientConfig.Service.Path
+		if seen[key] {
+			continue
+		}
+		seen[key] = true
+		res := r.probeTrust(ctx, target)
+		trustProbesTotal.WithLabelValues(gate, string(res.verdict)).Inc()
+		if res.verdict != trustProven {
+			return res
+		}
+	}
+	return trustResult{verdict: trustProven}
+}
+
+// fallbackGate is the gate without the trust probe (its CRD is missing or
+// RBAC forbids it): a read through the install's own CRDs, which proves
+// the pods are trusted now, not that the API server loaded the new
+// caBundle nor that the pods serve the new chain. The status says so.
+func (r *WebhookInstallReconciler) fallbackGate(ctx context.Context, s *installState, service string, res trustResult, waiting string) bool {
+	ctrl.LoggerFrom(ctx).Info("Trust probe unavailable: the rotation relies on a read through the install's CRDs", "service", service, "reason", res.message)
+	if err := r.verifyService(ctx, s, service); err != nil {
+		s.retryWithin(rotation.SettleTime)
+		s.rotationNote(service, fmt.Sprintf("%s: %v (trust probe unavailable: %s)", waiting, err, res.message))
+		return false
+	}
+	return true
 }
 
 // verifyService converts through the API server for every CRD of service.

@@ -8,13 +8,26 @@
 //  1. StartCARotation: a new CA is stored as "next".
 //  2. The CRDs' caBundle becomes [active, next] (the conversion step derives
 //     the bundle from the CA Secret).
-//  3. Promote, once every CRD has trusted next for SettleTime and the API
-//     server still converts: serving certificates are issued from next,
-//     which becomes active; the old CA becomes "previous" until PruneAt.
+//  3. Promote, once every CRD has had next for SettleTime and the executor
+//     has proven that the API server loaded that caBundle: serving
+//     certificates are issued from next, which becomes active; the old CA
+//     becomes "previous" until PruneAt.
 //  4. The webhook Deployment rolls to the new certificate; old pods keep
 //     serving the old one, still trusted through previous.
-//  5. Prune, once the rollout is done, PruneAt passed and the API server
-//     converts: previous leaves the Secret and so the caBundle.
+//  5. Prune, once the rollout is done, PruneAt passed and the executor has
+//     proven that the API server trusts what the pods serve through the
+//     active CA alone: previous leaves the Secret and so the caBundle.
+//     Until that proof, previous stays (the rotation holds).
+//
+// The executor's proofs (controllers/trustprobe.go) are checks that fail
+// when what they confirm is false; the planner only says when to ask.
+//
+// The CA Secret is not the only record of trust: the CRDs' caBundle says
+// what the API server trusts now (Observed.Known). When the CA Secret is
+// lost, damaged or overwritten, that trust is kept as previous (KeepTrust)
+// and leaves through the same ordered path: the serving certificate moves
+// to the stored CA once the API server has loaded it (MoveServing), then
+// steps 4 and 5.
 package rotation
 
 import (
@@ -22,6 +35,7 @@ import (
 	"crypto/x509"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/hookwright/hookwright/certs"
@@ -39,17 +53,25 @@ type Observed struct {
 	Overlap  time.Duration
 	DNSNames []string
 
-	Active   *certs.CA         // the CA that signs serving certificates; nil if missing or unusable
-	ActiveOK certs.Verdict     // why Active is nil or must be replaced
-	Next     *certs.CA         // CA being introduced
-	Previous *x509.Certificate // CA being retired
-	PruneAt  time.Time         // when Previous may leave the bundle
+	Active   *certs.CA           // the CA that signs serving certificates; nil if missing or unusable
+	ActiveOK certs.Verdict       // why Active is nil or must be replaced
+	Next     *certs.CA           // CA being introduced
+	Previous []*x509.Certificate // CAs being retired (certificates only)
+	PruneAt  time.Time           // when Previous may leave the bundle
 
 	Serving *certs.KeyPair // the serving pair; nil if missing
+
+	// Known are the CAs the API server trusts now for the Service, whether
+	// or not the CA Secret holds them: the caBundle of every CRD that
+	// converts through it. (The serving Secret's ca.crt is no source:
+	// whoever can write that Secret could add a CA never trusted before.)
+	Known []*x509.Certificate
 
 	// NextTrustedFor is how long every CRD of the Service has had Next in
 	// its caBundle; zero when some CRD does not have it yet.
 	NextTrustedFor time.Duration
+	// ActiveTrustedFor is the same for Active.
+	ActiveTrustedFor time.Duration
 	// RolledOut: the webhook Deployment is available and runs the current
 	// serving certificate.
 	RolledOut bool
@@ -66,8 +88,16 @@ const (
 	IssueInitial    ActionKind = "IssueInitial"    // no usable CA: issue a CA and a serving certificate
 	IssueServing    ActionKind = "IssueServing"    // reissue the serving certificate from Active
 	StartCARotation ActionKind = "StartCARotation" // store a new CA as Next
-	Promote         ActionKind = "Promote"         // verify, then make Next active and reissue serving from it
-	Prune           ActionKind = "Prune"           // verify, then drop Previous
+	Promote         ActionKind = "Promote"         // prove the API server loaded the bundle, then make Next active and reissue serving from it
+	Prune           ActionKind = "Prune"           // prove the pods serve chains to Active, then drop Previous
+	// KeepTrust: the CA Secret lost the CA the serving certificate chains
+	// to (deleted, damaged, overwritten). Store Action.Keep as Previous,
+	// with a new CA as Active if the stored one is unusable; no serving
+	// certificate is issued (MoveServing follows).
+	KeepTrust ActionKind = "KeepTrust"
+	// MoveServing: the serving certificate chains to Previous, not Active.
+	// Prove the API server loaded the bundle, then reissue it from Active.
+	MoveServing ActionKind = "MoveServing"
 )
 
 // Action is the planner's decision.
@@ -76,6 +106,8 @@ type Action struct {
 	Reason  string // a certs.Reason, "Manual", "Initial" or "CAExpired"
 	Message string
 	DueAt   time.Time // for Nothing and Wait: when a timer must fire (zero: wait for an event)
+	// Keep: for KeepTrust, the CAs to keep trusted as Previous.
+	Keep []*x509.Certificate
 }
 
 // ReasonManual, ReasonInitial and ReasonCAExpired complete certs' reasons
@@ -91,9 +123,15 @@ const (
 
 // Plan returns the next action for one Service. It decides in this order,
 // so that no certificate is ever issued from an expired or due CA (with
-// the one exception of step 3) and the CA's health always comes before
-// serving renewal:
+// the one exception of step 3), the CA's health always comes before
+// serving renewal, and no CA the pods may serve a chain to leaves the
+// caBundle before they serve another:
 //
+//  0. The CA Secret cannot vouch for the serving certificate (it was
+//     deleted, damaged or overwritten) while the cluster trusts CAs it
+//     does not hold: keep them as Previous (KeepTrust, with a new CA when
+//     the stored one is unusable). A from-scratch CA alone in the caBundle
+//     would fail every read until the pods serve its certificate.
 //  1. No usable CA: issue a CA and a serving certificate (IssueInitial).
 //  2. The active CA has expired: replace it from scratch (IssueInitial,
 //     ReasonCAExpired, or ReasonManual when an admin asked for a
@@ -102,6 +140,10 @@ const (
 //     signed expired with it (IssueServing cuts them to its NotAfter).
 //     The expired CA leaves the caBundle at once, with any Next or
 //     Previous: keeping it until the new pods serve would help no read.
+//     (Step 0 keeps no expired CA either, for the same reason.)
+//     2b. The serving certificate chains to Previous, not Active (kept trust,
+//     or a restart between promotion's two writes): move it to Active once
+//     every CRD has had Active for SettleTime (MoveServing).
 //  3. The serving certificate cannot be presented at all (missing,
 //     unusable, signed by another CA, wrong names, expired): repair it
 //     from the active CA, even a due one. This is the exception: the
@@ -128,8 +170,13 @@ const (
 // cut to a due CA's expiry was due again right after each reissue, so the
 // pass reissued it in a loop and never rotated the CA.
 func Plan(o Observed) Action {
+	keep := lostTrust(o)
 	if o.Active == nil {
 		reason, message := string(o.ActiveOK.Reason), o.ActiveOK.Message
+		if len(keep) > 0 {
+			return Action{Kind: KeepTrust, Reason: reason, Keep: keep, Message: message +
+				"; a new CA is issued, and the CAs the cluster trusts now (" + fingerprints(keep) + ") stay in the caBundle until the webhook serves a certificate of the new one"}
+		}
 		if o.Serving == nil && o.ActiveOK.Reason == certs.ReasonMissing {
 			reason, message = ReasonInitial, "first certificates of the service"
 		}
@@ -138,9 +185,23 @@ func Plan(o Observed) Action {
 	if !o.Now.Before(o.Active.Cert.NotAfter) {
 		return replaceExpired(o)
 	}
+	if len(keep) > 0 {
+		return Action{Kind: KeepTrust, Reason: string(certs.ReasonCAChanged), Keep: keep, Message: "the CA Secret holds CA " + certs.Fingerprint(o.Active.Cert) +
+			", which did not sign the serving certificate the pods mount; the CAs the cluster trusts now (" + fingerprints(keep) + ") stay in the caBundle until the webhook serves a certificate of the stored CA"}
+	}
 	_, ca := o.Policy.CheckCA(&o.Active.Pair, o.Now)
 	caDue := ca.Reason == certs.ReasonExpiring // due: expired was handled above
 	serving := o.Policy.CheckServing(o.Serving, o.Active, o.DNSNames, o.Now)
+	if serving.Reason == certs.ReasonCAChanged && chainsTo(o, o.Previous) {
+		if o.ActiveTrustedFor >= SettleTime {
+			return Action{Kind: MoveServing, Message: "the serving certificate chains to a CA being retired: moving it to the active CA " + certs.Fingerprint(o.Active.Cert)}
+		}
+		due := wakeAt(o)
+		if o.ActiveTrustedFor > 0 {
+			due = earliest(o.Now.Add(SettleTime-o.ActiveTrustedFor), due)
+		}
+		return Action{Kind: Wait, Message: "letting the API server load the caBundle with the active CA before moving the serving certificate to it", DueAt: due}
+	}
 	if unservable(o, serving) {
 		message := serving.Message
 		if caDue {
@@ -163,7 +224,7 @@ func Plan(o Observed) Action {
 		}
 		return Action{Kind: Wait, Message: "letting the API server load the new caBundle", DueAt: earliest(o.Now.Add(SettleTime-o.NextTrustedFor), wakeAt(o))}
 	}
-	if o.Previous != nil {
+	if len(o.Previous) > 0 {
 		switch {
 		case !serving.OK() && !caDue:
 			return Action{Kind: IssueServing, Reason: string(serving.Reason), Message: serving.Message}
@@ -210,6 +271,48 @@ func replaceExpired(o Observed) Action {
 		}
 	}
 	return Action{Kind: IssueInitial, Reason: ReasonCAExpired, Message: message}
+}
+
+// lostTrust is step 0 of Plan: the CAs of o.Known that the CA Secret does
+// not hold (expired ones verify nothing and are left out), when the
+// Secret's CAs do not verify the stored serving certificate. It is empty
+// in every state Hookwright writes itself: the caBundle and ca.crt are
+// derived from the CA Secret, and the serving certificate chains to it.
+func lostTrust(o Observed) []*x509.Certificate {
+	stored := append([]*x509.Certificate{certOf(o.Active), certOf(o.Next)}, o.Previous...)
+	var keep []*x509.Certificate
+	for _, c := range o.Known {
+		if c == nil || !c.IsCA || !o.Now.Before(c.NotAfter) || holds(stored, c) || holds(keep, c) {
+			continue
+		}
+		keep = append(keep, c)
+	}
+	if len(keep) == 0 || chainsTo(o, stored) {
+		return nil
+	}
+	return keep
+}
+
+// chainsTo: the stored serving certificate verifies under cas for the
+// Service's name now.
+func chainsTo(o Observed, cas []*x509.Certificate) bool {
+	if o.Serving == nil || len(o.DNSNames) == 0 {
+		return false
+	}
+	bundle := certs.Bundle(cas...)
+	return len(bundle) > 0 && certs.VerifyServing(o.Serving.CertPEM, bundle, o.DNSNames[0], o.Now) == nil
+}
+
+func holds(cas []*x509.Certificate, c *x509.Certificate) bool {
+	return slices.ContainsFunc(cas, func(x *x509.Certificate) bool { return x != nil && bytes.Equal(x.Raw, c.Raw) })
+}
+
+func fingerprints(cas []*x509.Certificate) string {
+	fps := make([]string, 0, len(cas))
+	for _, c := range cas {
+		fps = append(fps, certs.Fingerprint(c))
+	}
+	return strings.Join(fps, ", ")
 }
 
 // unservable: no pod could present the stored serving certificate to the
@@ -259,9 +362,9 @@ func earliest(a, b time.Time) time.Time {
 // Bundle is the caBundle the CRDs must carry: every CA a serving
 // certificate in use may chain to, oldest first, so the bytes do not
 // change when Next becomes active and the set stays the same.
-func Bundle(active, next *certs.CA, previous *x509.Certificate) []byte {
+func Bundle(active, next *certs.CA, previous ...*x509.Certificate) []byte {
 	var cas []*x509.Certificate
-	for _, c := range []*x509.Certificate{previous, certOf(active), certOf(next)} {
+	for _, c := range append([]*x509.Certificate{certOf(active), certOf(next)}, previous...) {
 		if c != nil {
 			cas = append(cas, c)
 		}

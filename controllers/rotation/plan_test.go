@@ -43,6 +43,15 @@ func TestPlan(t *testing.T) {
 	expiredCA := mustCA(t, now.Add(-301*time.Hour), policy.CALifetime)
 	fromExpired := mustServing(t, expiredCA, now.Add(-10*time.Hour), policy.ServingLifetime)
 	staleNext := mustCA(t, now.Add(-250*time.Hour), policy.CALifetime)
+	lost := mustCA(t, now.Add(-10*time.Hour), policy.CALifetime) // a healthy CA the CA Secret no longer holds
+	fromLost := mustServing(t, lost, now.Add(-time.Hour), policy.ServingLifetime)
+	known := func(cas ...*certs.CA) []*x509.Certificate {
+		var out []*x509.Certificate
+		for _, ca := range cas {
+			out = append(out, ca.Cert)
+		}
+		return out
+	}
 	base := func() Observed {
 		return Observed{Now: now, Policy: policy, Overlap: time.Minute, DNSNames: certs.ServiceDNSNames("svc", "ns"), Active: fresh, Serving: serving, RolledOut: true}
 	}
@@ -82,17 +91,17 @@ func TestPlan(t *testing.T) {
 			o.Next, o.ManualCA = next, "again"
 		}, Wait, "", renewServing},
 		{"previous kept until rollout", func(o *Observed) {
-			o.Previous, o.PruneAt, o.RolledOut = oldCA.Cert, now.Add(-time.Second), false
+			o.Previous, o.PruneAt, o.RolledOut = []*x509.Certificate{oldCA.Cert}, now.Add(-time.Second), false
 		}, Wait, "", renewServing},
 		{"previous kept for the overlap", func(o *Observed) {
-			o.Previous, o.PruneAt = oldCA.Cert, now.Add(30*time.Second)
+			o.Previous, o.PruneAt = []*x509.Certificate{oldCA.Cert}, now.Add(30*time.Second)
 		}, Wait, "", now.Add(30 * time.Second)},
 		{"overlap passed and rolled out: prune", func(o *Observed) {
-			o.Previous, o.PruneAt = oldCA.Cert, now
+			o.Previous, o.PruneAt = []*x509.Certificate{oldCA.Cert}, now
 		}, Prune, "", time.Time{}},
-		{"restart after promote before the serving write: reissue first", func(o *Observed) {
-			o.Previous, o.PruneAt, o.Serving = oldCA.Cert, now, fromOld
-		}, IssueServing, string(certs.ReasonCAChanged), time.Time{}},
+		{"restart after promote before the serving write: move the serving certificate first", func(o *Observed) {
+			o.Previous, o.PruneAt, o.Serving, o.ActiveTrustedFor = []*x509.Certificate{oldCA.Cert}, now, fromOld, SettleTime
+		}, MoveServing, "", time.Time{}},
 
 		// The CA's health comes before serving renewal; nothing is issued
 		// from a due or expired CA.
@@ -133,14 +142,47 @@ func TestPlan(t *testing.T) {
 			o.Serving, o.Next, o.NextTrustedFor = nil, next, SettleTime
 		}, IssueServing, string(certs.ReasonMissing), time.Time{}},
 		{"previous kept, serving due, CA healthy: renewed", func(o *Observed) {
-			o.Previous, o.PruneAt, o.Serving = oldCA.Cert, now.Add(time.Hour), staleServing
+			o.Previous, o.PruneAt, o.Serving = []*x509.Certificate{oldCA.Cert}, now.Add(time.Hour), staleServing
 		}, IssueServing, string(certs.ReasonExpiring), time.Time{}},
 		{"previous kept, CA due: the overlap is cut short", func(o *Observed) {
-			o.Active, o.Serving, o.Previous, o.PruneAt = oldCA, dueServing, staleNext.Cert, now.Add(time.Hour)
+			o.Active, o.Serving, o.Previous, o.PruneAt = oldCA, dueServing, []*x509.Certificate{staleNext.Cert}, now.Add(time.Hour)
 		}, Prune, "", time.Time{}},
 		{"overlap longer than the serving renewal: wake for the renewal", func(o *Observed) {
-			o.Previous, o.PruneAt = oldCA.Cert, now.Add(100*time.Hour)
+			o.Previous, o.PruneAt = []*x509.Certificate{oldCA.Cert}, now.Add(100*time.Hour)
 		}, Wait, "", renewServing},
+
+		// The CA Secret lost the CA the pods serve a chain to: the trust
+		// of the CRDs' caBundle is kept, and left in order.
+		{"CA Secret deleted while the CRDs trust its CA: new CA, old trust kept", func(o *Observed) {
+			o.Active, o.ActiveOK, o.Serving, o.Known = nil, certs.Verdict{Reason: certs.ReasonMissing, Message: "no CA"}, fromLost, known(lost)
+		}, KeepTrust, string(certs.ReasonMissing), time.Time{}},
+		{"CA Secret garbled while the CRDs trust its CA: new CA, old trust kept", func(o *Observed) {
+			o.Active, o.ActiveOK, o.Serving, o.Known = nil, certs.Verdict{Reason: certs.ReasonInvalid, Message: "unusable"}, fromLost, known(lost)
+		}, KeepTrust, string(certs.ReasonInvalid), time.Time{}},
+		{"CA Secret and serving Secret deleted: the CRDs' trust is kept all the same", func(o *Observed) {
+			o.Active, o.ActiveOK, o.Serving, o.Known = nil, certs.Verdict{Reason: certs.ReasonMissing, Message: "no CA"}, nil, known(lost)
+		}, KeepTrust, string(certs.ReasonMissing), time.Time{}},
+		{"CA Secret overwritten with a foreign CA: the old trust kept", func(o *Observed) {
+			o.Serving, o.Known = fromLost, known(lost)
+		}, KeepTrust, string(certs.ReasonCAChanged), time.Time{}},
+		{"the CRDs trust only an expired CA: nothing to keep, from scratch", func(o *Observed) {
+			o.Active, o.ActiveOK, o.Serving, o.Known = nil, certs.Verdict{Reason: certs.ReasonInvalid, Message: "unusable"}, fromExpired, known(expiredCA)
+		}, IssueInitial, string(certs.ReasonInvalid), time.Time{}},
+		{"serving Secret replaced by a foreign one: reissued, its CA never trusted", func(o *Observed) {
+			o.Serving, o.Known = fromLost, known(fresh)
+		}, IssueServing, string(certs.ReasonCAChanged), time.Time{}},
+		{"the CRDs trust exactly the stored CAs: nothing kept", func(o *Observed) {
+			o.Known = known(fresh)
+		}, Nothing, "", policy.RenewAt(parse(t, serving.CertPEM))},
+		{"a leftover CA in the caBundle while the Secret vouches for the serving certificate: nothing kept", func(o *Observed) {
+			o.Known = known(fresh, lost)
+		}, Nothing, "", policy.RenewAt(parse(t, serving.CertPEM))},
+		{"kept trust, serving chains to it, new CA not settled: wait", func(o *Observed) {
+			o.Previous, o.PruneAt, o.Serving, o.Known, o.ActiveTrustedFor = known(lost), now.Add(time.Minute), fromLost, known(lost, fresh), 500*time.Millisecond
+		}, Wait, "", now.Add(SettleTime - 500*time.Millisecond)},
+		{"kept trust, new CA settled: move the serving certificate to it", func(o *Observed) {
+			o.Previous, o.PruneAt, o.Serving, o.Known, o.ActiveTrustedFor = known(lost), now.Add(time.Minute), fromLost, known(lost, fresh), SettleTime
+		}, MoveServing, "", time.Time{}},
 
 		// An expired CA is replaced from scratch.
 		{"CA expired", func(o *Observed) {
@@ -156,7 +198,7 @@ func TestPlan(t *testing.T) {
 			o.Active, o.Serving, o.Next, o.NextTrustedFor = expiredCA, fromExpired, next, SettleTime
 		}, IssueInitial, ReasonCAExpired, time.Time{}},
 		{"CA expired during the overlap: from scratch", func(o *Observed) {
-			o.Active, o.Serving, o.Previous, o.PruneAt = expiredCA, fromExpired, staleNext.Cert, now.Add(time.Hour)
+			o.Active, o.Serving, o.Previous, o.PruneAt = expiredCA, fromExpired, []*x509.Certificate{staleNext.Cert}, now.Add(time.Hour)
 		}, IssueInitial, ReasonCAExpired, time.Time{}},
 		{"CA expired, serving missing: from scratch", func(o *Observed) {
 			o.Active, o.Serving = expiredCA, nil
@@ -169,6 +211,9 @@ func TestPlan(t *testing.T) {
 			got := Plan(o)
 			if got.Kind != tt.kind || got.Reason != tt.reason {
 				t.Fatalf("Plan = %s/%q (%s), want %s/%q", got.Kind, got.Reason, got.Message, tt.kind, tt.reason)
+			}
+			if got.Kind == KeepTrust && (len(got.Keep) != 1 || got.Keep[0] != lost.Cert) {
+				t.Errorf("Keep = %d CAs, want the lost CA alone", len(got.Keep))
 			}
 			if !got.DueAt.Equal(tt.due) {
 				t.Errorf("DueAt = %s, want %s", got.DueAt, tt.due)

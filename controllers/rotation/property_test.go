@@ -87,12 +87,18 @@ func checkRun(t *testing.T, s *sim, end time.Time, extra ...string) {
 		t.Errorf("stopped early: %s", s.stopReason)
 	}
 	// Every CA but the last was replaced, and its successor signed the
-	// serving certificates, before it expired.
+	// serving certificates, before it expired. A CA a test took out of the
+	// CA Secret needs no successor, and one lost before it signed anything
+	// is none.
 	for i := 0; i+1 < len(s.cas); i++ {
-		if !s.cas[i].notAfter.After(s.sleptUntil) {
-			continue // expired while the operator was down (TestExpiredCAReplacedFromScratch)
+		if !s.cas[i].notAfter.After(s.sleptUntil) || s.lost[s.cas[i].fingerprint] {
+			continue // expired while the operator was down (TestExpiredCAReplacedFromScratch), or lost
 		}
-		if next := s.cas[i+1]; next.promoted.IsZero() || !next.promoted.Before(s.cas[i].notAfter) {
+		j := i + 1
+		for j+1 < len(s.cas) && s.lost[s.cas[j].fingerprint] && s.cas[j].promoted.IsZero() {
+			j++
+		}
+		if next := s.cas[j]; next.promoted.IsZero() || !next.promoted.Before(s.cas[i].notAfter) {
 			if next.promoted.IsZero() && !end.After(next.created.Add(time.Minute)) {
 				continue // the run ended mid-rotation
 			}
@@ -183,7 +189,9 @@ func TestPlanEdgePolicies(t *testing.T) {
 
 // TestPlanPropertiesDisturbed runs random policies while an admin and
 // accidents interfere at random times: the serving Secret deleted or
-// replaced by one from a foreign CA, manual CA and serving rotation
+// replaced by one from a foreign CA, the CA Secret deleted, garbled or
+// overwritten with a foreign CA (issue "Every guarantee holds at its
+// edges", item 3: every read still succeeds, as checkServed asserts), manual CA and serving rotation
 // requests, a third of them right after a CA rotation started (while the
 // active CA is due). The same properties hold, except that a serving certificate
 // nothing could serve may be repaired from a due CA (Plan's step 3); each
@@ -195,6 +203,7 @@ func TestPlanPropertiesDisturbed(t *testing.T) {
 		policies = 20
 	}
 	foreign := mustCA(t, now, 10*365*day)
+	foreignCA := mustCA(t, now, 10*365*day)
 	for seed := int64(1001); seed <= 1000+policies; seed++ {
 		t.Run(fmt.Sprintf("seed=%d", seed), func(t *testing.T) {
 			rng := rand.New(rand.NewSource(seed))
@@ -215,7 +224,7 @@ func TestPlanPropertiesDisturbed(t *testing.T) {
 					continue
 				}
 				s.disturbed = append(s.disturbed, s.now)
-				switch rng.Intn(4) {
+				switch rng.Intn(7) {
 				case 0:
 					s.serving = nil
 				case 1:
@@ -230,10 +239,16 @@ func TestPlanPropertiesDisturbed(t *testing.T) {
 				case 3:
 					requests++
 					s.manual, s.manualWhy = "serving", fmt.Sprintf("request %d", requests)
+				case 4:
+					s.loseCASecret(certs.Verdict{Reason: certs.ReasonMissing, Message: "the CA Secret was deleted"})
+				case 5:
+					s.loseCASecret(certs.Verdict{Reason: certs.ReasonInvalid, Message: "the CA Secret is garbled"})
+				case 6:
+					s.replaceCASecret(foreignCA)
 				}
 				s.wake = append(s.wake, s.now.Add(time.Millisecond)) // the Secret or annotation event
 			}
-			checkRun(t, s, end, ReasonManual, string(certs.ReasonMissing), string(certs.ReasonCAChanged))
+			checkRun(t, s, end, ReasonManual, string(certs.ReasonMissing), string(certs.ReasonCAChanged), string(certs.ReasonInvalid), string(certs.ReasonPolicyChanged))
 			if s.reasons[ReasonManual] > requests {
 				t.Errorf("%d manual rotations for %d requests", s.reasons[ReasonManual], requests)
 			}

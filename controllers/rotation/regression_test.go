@@ -46,3 +46,40 @@ func TestCADueDoesNotLoopServingRenewal(t *testing.T) {
 		t.Errorf("the new CA was not promoted before the old one expired at %s", s.cas[0].notAfter)
 	}
 }
+
+// TestPruneHeldWhileAPodServesTheOldChain replays issue "Every guarantee
+// holds at its edges", item 2: a webhook that ignores the certificate it
+// mounts keeps serving the old chain through a CA rotation. The old CA
+// must never leave the caBundle then: Prune is proven by what the pods
+// serve under the new CA alone, so it holds (no read fails, as
+// checkServed asserts at every step) until the webhook serves the new
+// chain, and completes right after.
+func TestPruneHeldWhileAPodServesTheOldChain(t *testing.T) {
+	policy := certs.Policy{KeyAlgorithm: certs.ECDSAP256, CALifetime: 90 * day, ServingLifetime: 30 * day}
+	s := newSim(1, policy, 10*time.Minute, now)
+	s.run(now.Add(time.Hour))
+	s.manual, s.manualWhy = "ca", "rotate while the webhook is stuck"
+	s.stuck = s.serving.CertPEM
+	s.at(s.now.Add(time.Millisecond))
+	s.run(s.now.Add(6 * time.Hour))
+	if len(s.violations) > 0 {
+		t.Fatalf("violations:\n%s", strings.Join(s.violations, "\n"))
+	}
+	if s.actions[Promote] != 1 || len(s.previous) != 1 || s.heldPrunes == 0 {
+		t.Fatalf("want the rotation promoted and held before pruning: promotions %d, previous CAs %d, held prunes %d", s.actions[Promote], len(s.previous), s.heldPrunes)
+	}
+	// Held prunes are retried with a growing pause, not on every pass.
+	if max := int(6*time.Hour/pruneHeldMaxRetry) + 10; s.heldPrunes > max {
+		t.Errorf("%d held prunes in 6h, want at most %d", s.heldPrunes, max)
+	}
+
+	s.stuck = nil // the webhook is fixed (restarted, or reloads what it mounts)
+	s.run(s.now.Add(time.Hour))
+	if len(s.violations) > 0 {
+		t.Fatalf("violations:\n%s", strings.Join(s.violations, "\n"))
+	}
+	if len(s.previous) != 0 {
+		t.Errorf("the old CA was not pruned once the webhook served the new chain")
+	}
+	t.Log(s.summary())
+}

@@ -21,9 +21,13 @@ import (
 //
 // The cluster model: a write's own watch event arrives after 1 ms to
 // maxLatency; a rollout (new pods serving, old pods gone) takes 0 to
-// maxRollout, and both old and new pods serve in between; the API
-// server's conversion check (Promote, Prune) succeeds when every pod that
-// may serve verifies under the current caBundle.
+// maxRollout, and both old and new pods serve in between. The executor's
+// proofs through the API server: before Promote and MoveServing, every pod
+// that may serve verifies under the current caBundle (the sim's API server
+// loads a caBundle at once); before Prune, every pod verifies under the
+// active CA alone (controllers/trustprobe.go), unless every CA being
+// retired has expired. A pod may be stuck on one certificate (stuck: a
+// webhook that ignores the one it mounts).
 type sim struct {
 	rng        *rand.Rand
 	policy     certs.Policy
@@ -36,9 +40,10 @@ type sim struct {
 
 	// The Secrets.
 	active, next *certs.CA
-	previous     *x509.Certificate
+	previous     []*x509.Certificate
 	pruneAt      time.Time
 	serving      *certs.KeyPair
+	caBroken     certs.Verdict // why the CA Secret holds no usable CA (active nil)
 
 	// The CRDs and the Deployment.
 	bundle      []byte
@@ -46,6 +51,7 @@ type sim struct {
 	template    string    // serving fingerprint in the pod template
 	pods        [][]byte  // serving certificates pods may present
 	rolloutDone time.Time
+	stuck       []byte // when set, every pod presents this certificate, whatever it mounts
 
 	manual     string // pending manual request: "ca" or "serving"
 	manualWhy  string
@@ -64,6 +70,9 @@ type sim struct {
 	validUntil     map[[2]string]time.Time // verified pod certificate and bundle: valid until
 	disturbed      []time.Time             // when a test changed a Secret or the rotate annotation
 	repairsFromDue int                     // serving certificates repaired from a due CA (Plan's step 3)
+	heldPrunes     int                     // Prune actions whose proof failed (the rotation held)
+	heldUntil      time.Time               // a failed Prune proof is not tried again before (the executor's memory)
+	lost           map[string]bool         // fingerprints of CAs a test took out of the CA Secret
 	sleptUntil     time.Time               // the end of the last operator outage
 	maxPasses      int
 	strictIssuing  bool // record any issuing from a due CA as a violation, even a repair
@@ -74,7 +83,15 @@ type simWrite struct {
 	at     time.Time
 	secret string // "ca" or "serving"
 	kind   ActionKind
+	newCA  bool // the write stored a CA created for it
 }
+
+// A Prune whose proof failed is tried again after pruneHeldRetry, twice as
+// long after each failure, up to pruneHeldMaxRetry (as controllers does).
+const (
+	pruneHeldRetry    = 5 * time.Second
+	pruneHeldMaxRetry = 5 * time.Minute
+)
 
 type simCA struct {
 	fingerprint string
@@ -116,9 +133,18 @@ func (s *sim) observe() Observed {
 	}
 	if s.active == nil {
 		o.ActiveOK = certs.Verdict{Reason: certs.ReasonMissing, Message: "no CA has been issued yet"}
+		if s.caBroken.Reason != "" {
+			o.ActiveOK = s.caBroken
+		}
+	}
+	if len(s.bundle) > 0 {
+		o.Known, _ = certs.ParseCerts(s.bundle)
 	}
 	if s.next != nil && certs.BundleContains(s.bundle, s.next.Cert) {
 		o.NextTrustedFor = max(s.now.Sub(s.bundleAt), 0)
+	}
+	if s.active != nil && certs.BundleContains(s.bundle, s.active.Cert) {
+		o.ActiveTrustedFor = max(s.now.Sub(s.bundleAt), 0)
 	}
 	if s.serving != nil {
 		if c, err := certs.ParseCert(s.serving.CertPEM); err == nil {
@@ -157,7 +183,7 @@ func (s *sim) pass() Action {
 			wrote = true
 		}
 	}
-	if want := Bundle(s.active, s.next, s.previous); !bytes.Equal(want, s.bundle) {
+	if want := Bundle(s.active, s.next, s.previous...); !bytes.Equal(want, s.bundle) {
 		s.bundle, s.bundleAt = want, s.now
 		wrote = true
 	}
@@ -169,8 +195,30 @@ func (s *sim) pass() Action {
 
 func (s *sim) at(t time.Time) { s.wake = append(s.wake, t) }
 
+// loseCASecret empties the CA Secret as a test does (deleted, garbled):
+// its CAs are lost, and verdict says why no CA is usable.
+func (s *sim) loseCASecret(verdict certs.Verdict) {
+	s.replaceCASecret(nil)
+	s.caBroken = verdict
+}
+
+// replaceCASecret overwrites the CA Secret with active alone (nil: none).
+func (s *sim) replaceCASecret(active *certs.CA) {
+	if s.lost == nil {
+		s.lost = map[string]bool{}
+	}
+	for _, ca := range []*certs.CA{s.active, s.next} {
+		if ca != nil {
+			s.lost[certs.Fingerprint(ca.Cert)] = true
+		}
+	}
+	s.active, s.next, s.previous, s.pruneAt = active, nil, nil, time.Time{}
+}
+
 func (s *sim) write(secret string, kind ActionKind) {
-	s.writes = append(s.writes, simWrite{at: s.now, secret: secret, kind: kind})
+	newCA := secret == "ca" && len(s.cas) > 0 && s.cas[len(s.cas)-1].created.Equal(s.now) &&
+		!slices.ContainsFunc(s.writes, func(w simWrite) bool { return w.newCA && w.at.Equal(s.now) })
+	s.writes = append(s.writes, simWrite{at: s.now, secret: secret, kind: kind, newCA: newCA})
 }
 
 func (s *sim) newCA() *certs.CA {
@@ -214,13 +262,36 @@ func (s *sim) issueServing(kind ActionKind) {
 
 // verifies is the API server's conversion check: every pod that may
 // answer presents a certificate trusted by the caBundle now.
-func (s *sim) verifies() bool {
-	for _, p := range s.pods {
-		if certs.VerifyServing(p, s.bundle, s.names[0], s.now) != nil {
+func (s *sim) verifies() bool { return s.verifiesUnder(s.bundle) }
+
+// verifiesUnder: every pod that may answer presents a certificate that
+// bundle trusts (the trust probe of controllers/trustprobe.go).
+func (s *sim) verifiesUnder(bundle []byte) bool {
+	for _, p := range s.served() {
+		if certs.VerifyServing(p, bundle, s.names[0], s.now) != nil {
 			return false
 		}
 	}
 	return len(s.pods) > 0
+}
+
+// served are the certificates pods may present now.
+func (s *sim) served() [][]byte {
+	if s.stuck != nil && len(s.pods) > 0 {
+		return [][]byte{s.stuck}
+	}
+	return s.pods
+}
+
+// retiredExpired: every CA being retired has expired; keeping it helps
+// no read, so Prune needs no proof.
+func (s *sim) retiredExpired() bool {
+	for _, c := range s.previous {
+		if s.now.Before(c.NotAfter) {
+			return false
+		}
+	}
+	return true
 }
 
 // execute mirrors WebhookInstallReconciler.execute; it reports a write.
@@ -228,10 +299,26 @@ func (s *sim) execute(a Action) bool {
 	handled := false
 	switch a.Kind {
 	case IssueInitial:
-		s.active, s.next, s.previous, s.pruneAt = s.newCA(), nil, nil, time.Time{}
+		s.active, s.next, s.previous, s.pruneAt, s.caBroken = s.newCA(), nil, nil, time.Time{}, certs.Verdict{}
 		s.write("ca", a.Kind)
 		s.issueServing(a.Kind)
 		handled = true
+	case KeepTrust:
+		if s.active == nil {
+			s.active, s.next, s.caBroken = s.newCA(), nil, certs.Verdict{}
+		}
+		s.previous = append(s.previous, a.Keep...)
+		s.pruneAt = s.now.Add(SettleTime + s.overlap)
+		s.write("ca", a.Kind)
+		s.at(s.now.Add(SettleTime))
+		return true
+	case MoveServing:
+		if !s.verifies() {
+			s.at(s.now.Add(SettleTime))
+			return false
+		}
+		s.issueServing(a.Kind)
+		return true
 	case IssueServing:
 		s.issueServing(a.Kind)
 		handled = true
@@ -244,17 +331,22 @@ func (s *sim) execute(a Action) bool {
 			s.at(s.now.Add(SettleTime))
 			return false
 		}
-		s.previous, s.pruneAt, s.active, s.next = s.active.Cert, s.now.Add(s.overlap), s.next, nil
+		s.previous, s.pruneAt, s.active, s.next = []*x509.Certificate{s.active.Cert}, s.now.Add(s.overlap), s.next, nil
 		s.write("ca", a.Kind)
 		s.issueServing(a.Kind)
 		s.at(s.now.Add(s.overlap))
 		return true
 	case Prune:
-		if !s.verifies() {
-			s.at(s.now.Add(SettleTime))
+		if s.now.Before(s.heldUntil) {
+			return false // held: the proof is tried again at heldUntil
+		}
+		if !s.retiredExpired() && !s.verifiesUnder(Bundle(s.active, nil)) {
+			s.heldPrunes++
+			s.heldUntil = s.now.Add(min(pruneHeldRetry<<(s.heldPrunes-1), pruneHeldMaxRetry))
+			s.at(s.heldUntil)
 			return false
 		}
-		s.previous, s.pruneAt = nil, time.Time{}
+		s.previous, s.pruneAt, s.heldUntil = nil, time.Time{}, time.Time{}
 		s.write("ca", a.Kind)
 		return true
 	case Wait, Nothing:
@@ -306,7 +398,7 @@ func (s *sim) checkServed(from, to time.Time) {
 	// verifies throughout it. A verified chain stays valid until the
 	// earliest NotAfter in it, which spares most Verify calls.
 	at := maxTime(from, to.Add(-time.Nanosecond))
-	for _, p := range s.pods {
+	for _, p := range s.served() {
 		key := [2]string{string(p), string(s.bundle)}
 		if until, ok := s.validUntil[key]; ok && !at.After(until) {
 			continue
@@ -403,7 +495,7 @@ func (s *sim) sleep(t time.Time) {
 func (s *sim) writesPerCA() (writes, disturbances []int) {
 	var starts []time.Time
 	for _, w := range s.writes {
-		if w.secret == "ca" && (w.kind == IssueInitial || w.kind == StartCARotation) {
+		if w.newCA {
 			writes = append(writes, 0)
 			starts = append(starts, w.at)
 		}
