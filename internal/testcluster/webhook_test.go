@@ -11,6 +11,7 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -119,6 +120,10 @@ func createCRD(ctx context.Context, crd *apiextensionsv1.CustomResourceDefinitio
 			established = established || (c.Type == apiextensionsv1.Established && c.Status == apiextensionsv1.ConditionTrue)
 		}
 		g.Expect(established).To(BeTrue())
+		// Established comes before discovery serves the group; the client
+		// maps kinds through discovery.
+		_, err := cluster.Client.RESTMapper().RESTMapping(schema.GroupKind{Group: crd.Spec.Group, Kind: crd.Spec.Names.Kind})
+		g.Expect(err).NotTo(HaveOccurred())
 	}).Should(Succeed())
 }
 
