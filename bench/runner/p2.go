@@ -7,6 +7,7 @@ import (
 	"sort"
 	"time"
 
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -111,8 +112,16 @@ func (b *bench) p2(ctx context.Context) error {
 	b.logf("P2: p50 %s, max %s", ms(p50), ms(worst))
 
 	// The short-lived installs would keep renewing: remove them before the
-	// idle measures.
+	// idle measures. Their CRDs go first: deleting an install whose CRD
+	// serves two versions with different schemas keeps its webhook alive
+	// (switching the CRD to conversion None could make objects unreadable).
 	for _, ns := range nss {
+		for _, name := range crdNames(ns, 1) {
+			crd := &apiextensionsv1.CustomResourceDefinition{ObjectMeta: metav1.ObjectMeta{Name: name}}
+			if err := b.c.Delete(ctx, crd); client.IgnoreNotFound(err) != nil {
+				return err
+			}
+		}
 		if err := b.c.Delete(ctx, &v1alpha1.WebhookInstall{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: installName}}); client.IgnoreNotFound(err) != nil {
 			return err
 		}
