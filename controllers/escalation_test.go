@@ -139,10 +139,17 @@ var _ = Describe("The admission guard: a WebhookInstall makes Hookwright do noth
 			return writer.Status().Update(ctx, whi)
 		}).Should(Succeed(), "status is a subresource the guard does not match")
 
-		whi := &v1alpha1.WebhookInstall{}
-		Expect(writer.Get(ctx, client.ObjectKey{Namespace: ns, Name: "meta"}, whi)).To(Succeed())
-		whi.Spec.Install.Spec.Deployments[0].Spec.Template.Spec.Containers[0].Image = "example.com/someone-elses:v1"
-		err := writer.Update(ctx, whi)
+		// The operator writes the install meanwhile: a conflict is retried.
+		var err error
+		Eventually(func() bool {
+			whi := &v1alpha1.WebhookInstall{}
+			if err = writer.Get(ctx, client.ObjectKey{Namespace: ns, Name: "meta"}, whi); err != nil {
+				return false
+			}
+			whi.Spec.Install.Spec.Deployments[0].Spec.Template.Spec.Containers[0].Image = "example.com/someone-elses:v1"
+			err = writer.Update(ctx, whi)
+			return !apierrors.IsConflict(err)
+		}).Should(BeTrue())
 		Expect(apierrors.IsForbidden(err)).To(BeTrue(), "%v", err)
 		Expect(err.Error()).To(ContainSubstring("may not patch customresourcedefinitions.apiextensions.k8s.io " + crdName))
 
