@@ -95,9 +95,12 @@ var _ = Describe("The OLM bundle", func() {
 			operatorsv1alpha1.InstallMode{Type: operatorsv1alpha1.InstallModeTypeSingleNamespace, Supported: false},
 			operatorsv1alpha1.InstallMode{Type: operatorsv1alpha1.InstallModeTypeMultiNamespace, Supported: false},
 		))
-		Expect(csv.Spec.CustomResourceDefinitions.Owned).To(HaveLen(1))
+		Expect(csv.Spec.CustomResourceDefinitions.Owned).To(HaveLen(2))
 		owned := csv.Spec.CustomResourceDefinitions.Owned[0]
 		Expect([]string{owned.Name, owned.Version, owned.Kind}).To(Equal([]string{"webhookinstalls.operators.hookwright.dev", "v1alpha1", "WebhookInstall"}))
+		probe := csv.Spec.CustomResourceDefinitions.Owned[1]
+		Expect([]string{probe.Name, probe.Version, probe.Kind}).To(Equal([]string{"trustprobes.operators.hookwright.dev", "v1", "TrustProbe"}),
+			"the CA rotation's trust probe (controllers/trustprobe.go)")
 		var statusPaths []string
 		for _, d := range owned.StatusDescriptors {
 			statusPaths = append(statusPaths, d.Path)
