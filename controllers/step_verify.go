@@ -111,7 +111,7 @@ func (r *WebhookInstallReconciler) verifyConversion(ctx context.Context, s *inst
 		c.trusted, c.message = p.trusted, p.message
 		switch {
 		case p.forbidden != nil:
-			c.unverifiable, c.forbidden = true, true
+			c.unverifiable, c.forbidden, c.message = true, true, p.forbidden.Error()
 			// RBAC changes wake nothing: look again now and then.
 			s.retryWithin(verifyForbiddenRetry)
 		case p.converted:
