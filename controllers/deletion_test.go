@@ -72,7 +72,7 @@ var _ = Describe("Deleting a WebhookInstall", func() {
 					failed = append(failed, e.Verb+" "+e.RequestURI)
 				}
 			}
-			g.Expect(ours).To(ContainElement(HavePrefix("delete /api/v1/namespaces/"+ns+"/serviceaccounts/widget-webhook")))
+			g.Expect(ours).To(ContainElement(HavePrefix("delete /api/v1/namespaces/" + ns + "/serviceaccounts/widget-webhook")))
 			g.Expect(failed).To(BeEmpty(), "the deletion's requests: %v", ours)
 		}).Should(Succeed())
 		Expect(apierrors.IsNotFound(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "widget-webhook"}, &corev1.ServiceAccount{}))).

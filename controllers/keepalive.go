@@ -90,7 +90,9 @@ func (r *WebhookInstallReconciler) keepState(ctx context.Context, s *installStat
 		ContainerPort: port, WebhookPath: ref.Path,
 		AdmissionReviewVersions: append([]string(nil), crd.Spec.Conversion.Webhook.ConversionReviewVersions...),
 	}
-	if !slices.ContainsFunc(w.Definitions, func(d v1alpha1.WebhookDefinition) bool { return d.ContainerPort == port || (d.ContainerPort == 0 && port == 443) }) {
+	if !slices.ContainsFunc(w.Definitions, func(d v1alpha1.WebhookDefinition) bool {
+		return d.ContainerPort == port || (d.ContainerPort == 0 && port == 443)
+	}) {
 		target, err := r.liveTargetPort(ctx, s.install.Namespace, ref.Name, port)
 		if err != nil {
 			return nil, err
