@@ -144,8 +144,7 @@ var _ = Describe("Upgrading with spec.replaces", func() {
 		serve(ns, "widget-webhook-v1")
 		old := newInstall(ns, "widgets-v1", "widget-webhook-v1", "widgets."+main)
 		old.Spec.Certificates.TrustOverlap = &metav1.Duration{Duration: 2 * time.Second}
-		old.Spec.CustomResourceDefinitions.Owned = append(old.Spec.CustomResourceDefinitions.Owned, v1alpha1.CRDDescription{Name: crdName, Version: "v1", Kind: "Widget"})
-		old.Spec.WebhookDefinitions[0].ConversionCRDs = append(old.Spec.WebhookDefinitions[0].ConversionCRDs, crdName)
+		alsoConvert(old, crdName)
 		Expect(k8s.Create(ctx, old)).To(Succeed())
 		eventuallyPhase(ctx, ns, "widgets-v1", v1alpha1.PhaseSucceeded, v1alpha1.ReasonSucceeded)
 		names := storeInTwoVersions(ctx, group, ns, crdName)
@@ -175,8 +174,7 @@ var _ = Describe("Upgrading with spec.replaces", func() {
 		By("listing the CRD in the new version: it takes the CRD over and the old install is retired")
 		whi := getInstall(ctx, ns, "widgets-v2")
 		patch := client.MergeFrom(whi.DeepCopy())
-		whi.Spec.CustomResourceDefinitions.Owned = append(whi.Spec.CustomResourceDefinitions.Owned, v1alpha1.CRDDescription{Name: crdName, Version: "v1", Kind: "Widget"})
-		whi.Spec.WebhookDefinitions[0].ConversionCRDs = append(whi.Spec.WebhookDefinitions[0].ConversionCRDs, crdName)
+		alsoConvert(whi, crdName)
 		Expect(k8s.Patch(ctx, whi, patch)).To(Succeed())
 		eventuallyPhase(ctx, ns, "widgets-v1", v1alpha1.PhaseReplaced, v1alpha1.ReasonReplaced)
 		eventuallyPhase(ctx, ns, "widgets-v2", v1alpha1.PhaseSucceeded, v1alpha1.ReasonSucceeded)
@@ -198,8 +196,7 @@ var _ = Describe("Upgrading with spec.replaces", func() {
 		createWidgetCRD(ctx, main)
 		serve(ns, "widget-webhook")
 		old := newInstall(ns, "widgets-v1", "widget-webhook", "widgets."+main)
-		old.Spec.CustomResourceDefinitions.Owned = append(old.Spec.CustomResourceDefinitions.Owned, v1alpha1.CRDDescription{Name: crdName, Version: "v1", Kind: "Widget"})
-		old.Spec.WebhookDefinitions[0].ConversionCRDs = append(old.Spec.WebhookDefinitions[0].ConversionCRDs, crdName)
+		alsoConvert(old, crdName)
 		Expect(k8s.Create(ctx, old)).To(Succeed())
 		eventuallyPhase(ctx, ns, "widgets-v1", v1alpha1.PhaseSucceeded, v1alpha1.ReasonSucceeded)
 		storeInTwoVersions(ctx, group, ns, crdName)
@@ -217,8 +214,7 @@ var _ = Describe("Upgrading with spec.replaces", func() {
 		By("listing the CRD in the new version: the upgrade adopts the deployment and takes both CRDs")
 		whi := getInstall(ctx, ns, "widgets-v2")
 		patch := client.MergeFrom(whi.DeepCopy())
-		whi.Spec.CustomResourceDefinitions.Owned = append(whi.Spec.CustomResourceDefinitions.Owned, v1alpha1.CRDDescription{Name: crdName, Version: "v1", Kind: "Widget"})
-		whi.Spec.WebhookDefinitions[0].ConversionCRDs = append(whi.Spec.WebhookDefinitions[0].ConversionCRDs, crdName)
+		alsoConvert(whi, crdName)
 		Expect(k8s.Patch(ctx, whi, patch)).To(Succeed())
 		eventuallyPhase(ctx, ns, "widgets-v2", v1alpha1.PhaseSucceeded, v1alpha1.ReasonSucceeded)
 		eventuallyPhase(ctx, ns, "widgets-v1", v1alpha1.PhaseReplaced, v1alpha1.ReasonReplaced)
@@ -270,3 +266,10 @@ var _ = Describe("Upgrading with spec.replaces", func() {
 		Expect(getCRD(ctx, crdName).Annotations[v1alpha1.AnnotationOwner]).To(Equal(ns + "/widgets-v2"))
 	})
 })
+
+// alsoConvert adds the widget CRD crdName to an install's owned CRDs and to
+// its first webhook's conversionCRDs.
+func alsoConvert(whi *v1alpha1.WebhookInstall, crdName string) {
+	whi.Spec.CustomResourceDefinitions.Owned = append(whi.Spec.CustomResourceDefinitions.Owned, v1alpha1.CRDDescription{Name: crdName, Version: "v1", Kind: "Widget"})
+	whi.Spec.WebhookDefinitions[0].ConversionCRDs = append(whi.Spec.WebhookDefinitions[0].ConversionCRDs, crdName)
+}

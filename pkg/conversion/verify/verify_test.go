@@ -176,14 +176,7 @@ func (c jsonConverter) Convert(obj *unstructured.Unstructured, toVersion string)
 }
 
 func TestRunComparesNumbersByValue(t *testing.T) {
-	crd, err := verify.LoadCRD(exampleCRD)
-	if err != nil {
-		t.Fatal(err)
-	}
-	samples, err := verify.LoadSamples(exampleSamples)
-	if err != nil {
-		t.Fatal(err)
-	}
+	crd, samples := loadExample(t)
 	for name, target := range map[string]verify.Target{
 		"the converter in process":           crontab.Converter(),
 		"a converter answering float64 only": jsonConverter{crontab.Converter()},
@@ -197,14 +190,7 @@ func TestRunComparesNumbersByValue(t *testing.T) {
 // A sample's integer and its converted counterpart's differ when their
 // values differ, whatever Go type either was decoded as.
 func TestRunReportsADifferentNumber(t *testing.T) {
-	crd, err := verify.LoadCRD(exampleCRD)
-	if err != nil {
-		t.Fatal(err)
-	}
-	samples, err := verify.LoadSamples(exampleSamples)
-	if err != nil {
-		t.Fatal(err)
-	}
+	crd, samples := loadExample(t)
 	for _, s := range samples {
 		if s.Object.GetAPIVersion() == "stable.example.com/v2" && s.Object.GetName() == "nightly-backup" {
 			if err := unstructured.SetNestedField(s.Object.Object, int64(2), "spec", "replicas"); err != nil {
@@ -221,4 +207,18 @@ func TestRunReportsADifferentNumber(t *testing.T) {
 	if len(findings) != 2 || !strings.Contains(all, `"replicas"`) || !strings.Contains(all, "does not match") {
 		t.Errorf("want v1 -> v2 and v2 -> v1 of nightly-backup not matching on replicas, got:\n%s", all)
 	}
+}
+
+// loadExample loads the CronTab example's CRD and samples.
+func loadExample(t *testing.T) (*apiextensionsv1.CustomResourceDefinition, []verify.Sample) {
+	t.Helper()
+	crd, err := verify.LoadCRD(exampleCRD)
+	if err != nil {
+		t.Fatal(err)
+	}
+	samples, err := verify.LoadSamples(exampleSamples)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return crd, samples
 }
