@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -20,6 +21,7 @@ import (
 
 	v1alpha1 "github.com/hookwright/hookwright/api/v1alpha1"
 	"github.com/hookwright/hookwright/controllers"
+	"github.com/hookwright/hookwright/internal/audit"
 	"github.com/hookwright/hookwright/internal/importcsv"
 	"github.com/hookwright/hookwright/pkg/conversion/verify"
 )
@@ -32,6 +34,16 @@ func main() {
 	// hookwright import-csv [--namespace NS] <CSV file or bundle dir>
 	if len(os.Args) > 1 && os.Args[1] == "import-csv" {
 		os.Exit(importcsv.Main(os.Args[2:], os.Stdout, os.Stderr))
+	}
+	// hookwright audit [-n NS] [--since 24h] [-o table|json|yaml]
+	if len(os.Args) > 1 && os.Args[1] == "audit" {
+		os.Exit(audit.Main(os.Args[2:], os.Stdout, os.Stderr, nil))
+	}
+	// As a kubectl plugin (kubectl-hookwright on PATH), only the commands
+	// run: never the operator.
+	if filepath.Base(os.Args[0]) == "kubectl-hookwright" {
+		fmt.Fprintln(os.Stderr, "usage: kubectl hookwright audit|verify|import-csv [flags]")
+		os.Exit(2)
 	}
 	var (
 		metricsAddr    string
