@@ -61,8 +61,9 @@ fmt: ## gofmt every Go file.
 	gofmt -w $$(git ls-files '*.go')
 
 .PHONY: manifests
-manifests: $(CONTROLLER_GEN) ## Generate the CRD and RBAC manifests from markers, and the admission guard from controllers/guard.
+manifests: $(CONTROLLER_GEN) ## Generate the CRD and RBAC manifests from markers (embedded Kubernetes docs trimmed by hack/crdtrim), and the admission guard from controllers/guard.
 	$(CONTROLLER_GEN) rbac:roleName=hookwright-manager crd:generateEmbeddedObjectMeta=true paths="./api/...;./controllers/..." output:crd:artifacts:config=config/crd/bases output:rbac:artifacts:config=config/rbac
+	go run ./hack/crdtrim config/crd/bases/operators.hookwright.dev_webhookinstalls.yaml
 	go run ./hack/guardgen config/guard/install-authority.yaml
 
 .PHONY: generate
