@@ -12,6 +12,20 @@ KUSTOMIZE ?= $(CONTROL_PLANE_DIR)/kubectl kustomize
 # The operator version `make bundle` writes into the CSV. A release bumps
 # this default, so that `make verify` regenerates the committed bundle.
 VERSION ?= 0.1.0
+# Release images: fully qualified and versioned (never latest). A digest
+# may follow (IMG=registry.example.com/hookwright:v0.2.0@sha256:...): the
+# bundle then pulls exactly that image.
+REGISTRY ?= ghcr.io/hookwright
+IMG ?= $(REGISTRY)/hookwright:v$(VERSION)
+BUNDLE_IMG ?= $(REGISTRY)/hookwright-bundle:v$(VERSION)
+CATALOG_IMG ?= $(REGISTRY)/hookwright-catalog:v$(VERSION)
+CONTAINER_TOOL ?= docker
+PLATFORMS ?= linux/amd64,linux/arm64
+REVISION ?= $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
+# opm (operator-registry), built from Go modules like the control plane.
+OPM_VERSION ?= v1.64.0
+OPM ?= $(CURDIR)/bin/tools/opm-$(OPM_VERSION)/opm
+export HOOKWRIGHT_OPM := $(OPM)
 
 .PHONY: help
 help: ## List the targets.
@@ -27,7 +41,7 @@ help: ## List the targets.
 RACE_PACKAGES ?= ./internal/testcluster
 
 .PHONY: test
-test: control-plane verify ## Build the control plane if needed, check generated files, then run every test (one shared API server per package; RACE_PACKAGES under -race).
+test: control-plane $(OPM) verify ## Build the control plane if needed, check generated files, then run every test (one shared API server per package; RACE_PACKAGES under -race).
 	go vet ./...
 	go test $$(go list ./... | grep -vxF "$$(go list $(RACE_PACKAGES))") -count=1 -timeout 45m -v
 	go test -race $(RACE_PACKAGES) -count=1 -timeout 45m -v
@@ -77,8 +91,9 @@ $(CONTROL_PLANE_DIR)/kubectl:
 	$(MAKE) control-plane
 
 .PHONY: bundle
-bundle: manifests kustomize ## Regenerate the OLM bundle (bundle/, bundle.Dockerfile) from config/: make bundle VERSION=x.y.z.
+bundle: manifests kustomize ## Regenerate the OLM bundle (bundle/, bundle.Dockerfile) from config/: make bundle IMG=<registry>/hookwright:vX.Y.Z VERSION=X.Y.Z.
 	@mkdir -p bin/bundle
+	go run ./hack/setimage config/manager/kustomization.yaml hookwright $(IMG)
 	$(KUSTOMIZE) config/default > bin/bundle/default.yaml
 	$(KUSTOMIZE) config/samples > bin/bundle/samples.yaml
 	go run ./hack/bundlegen --version=$(VERSION) --manifests=bin/bundle/default.yaml --samples=bin/bundle/samples.yaml --out=.
@@ -93,3 +108,49 @@ verify: ## Regenerate CRD, RBAC, deepcopy and bundle; fail if that changes api/,
 	  echo "verify: generated files are out of date (or not committed): run 'make manifests generate bundle' and commit the result." >&2; \
 	  exit 1; \
 	fi
+
+##@ Release (needs a container tool: CONTAINER_TOOL=docker or podman)
+
+.PHONY: docker-build
+docker-build: ## Build the operator image for this machine's platform: make docker-build IMG=...
+	$(CONTAINER_TOOL) build --build-arg VERSION=$(VERSION) --build-arg REVISION=$(REVISION) -t $(IMG) .
+
+.PHONY: docker-push
+docker-push: ## Push the operator image.
+	$(CONTAINER_TOOL) push $(IMG)
+
+.PHONY: docker-buildx
+docker-buildx: ## Build and push the operator image for every platform in PLATFORMS (BuildKit cross-compiles).
+	$(CONTAINER_TOOL) buildx build --push --platform=$(PLATFORMS) --build-arg VERSION=$(VERSION) --build-arg REVISION=$(REVISION) -t $(IMG) .
+
+.PHONY: docker-digests
+docker-digests: ## Print the current digests of the Dockerfile's base images, to update their pins.
+	@for image in golang:1.26.8-bookworm gcr.io/distroless/static-debian12:nonroot; do \
+	  echo "$$image@$$($(CONTAINER_TOOL) buildx imagetools inspect $$image --format '{{json .Manifest.Digest}}' | tr -d '"')"; \
+	done
+
+.PHONY: bundle-build
+bundle-build: ## Build the bundle image (run make bundle IMG=... VERSION=... first).
+	$(CONTAINER_TOOL) build -f bundle.Dockerfile -t $(BUNDLE_IMG) .
+
+.PHONY: bundle-push
+bundle-push: ## Push the bundle image.
+	$(CONTAINER_TOOL) push $(BUNDLE_IMG)
+
+$(OPM):
+	cd hack/tools/opm && CGO_ENABLED=0 go build -tags containers_image_openpgp -ldflags "-X github.com/operator-framework/operator-registry/cmd/opm/version.opmVersion=$(OPM_VERSION)" -o $(OPM) github.com/operator-framework/operator-registry/cmd/opm
+
+.PHONY: opm
+opm: $(OPM) ## Build opm $(OPM_VERSION) from Go modules into bin/tools.
+
+.PHONY: catalog-build
+catalog-build: $(OPM) ## Render bundle/ as the file-based catalog bin/catalog (package, alpha channel, bundle BUNDLE_IMG), validate it with opm, write bin/catalog.Dockerfile.
+	go run ./hack/catalog --opm=$(OPM) --bundle-dir=bundle --bundle-image=$(BUNDLE_IMG) --out=bin/catalog
+
+.PHONY: catalog-image
+catalog-image: catalog-build ## Build the catalog image from bin/catalog.
+	$(CONTAINER_TOOL) build -f bin/catalog.Dockerfile -t $(CATALOG_IMG) bin
+
+.PHONY: catalog-push
+catalog-push: ## Push the catalog image.
+	$(CONTAINER_TOOL) push $(CATALOG_IMG)

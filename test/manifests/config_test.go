@@ -184,7 +184,7 @@ var _ = Describe("config/default", func() {
 		pod := dep.Spec.Template.Spec
 		Expect(pod.Containers).To(HaveLen(1))
 		c := pod.Containers[0]
-		Expect(c.Image).To(Equal("hookwright:latest"))
+		Expect(c.Image).To(Equal("ghcr.io/hookwright/hookwright:v"+makeVar("VERSION")), "fully qualified and versioned, never latest")
 		Expect(c.Args).To(ConsistOf("--leader-elect", "--health-probe-bind-address=:8081", "--metrics-bind-address=:8443"))
 		Expect(c.Ports).To(ContainElement(corev1.ContainerPort{Name: "https-metrics", ContainerPort: 8443, Protocol: corev1.ProtocolTCP}))
 		health := intstr.FromString("health")

@@ -185,64 +185,127 @@ func freeAddr() string {
 	return l.Addr().String()
 }
 
+// dockerBuild is the builder stage's go build line, as docker runs it for
+// one target platform.
+type dockerBuild struct {
+	line  string   // as written, with ${TARGETOS} and ${TARGETARCH}
+	env   []string // the VAR=value words before go
+	words []string // go build ...
+	out   int      // index of the -o path in words
+}
+
+// expandArgs substitutes the build ARGs the line uses, as docker does.
+func expandArgs(line string, args map[string]string) string {
+	GinkgoHelper()
+	expanded := regexp.MustCompile(`\$\{([A-Za-z_][A-Za-z0-9_]*)\}`).ReplaceAllStringFunc(line, func(ref string) string {
+		name := ref[2 : len(ref)-1]
+		value, ok := args[name]
+		Expect(ok).To(BeTrue(), "the build line uses ${%s}, which the test does not set", name)
+		return value
+	})
+	return expanded
+}
+
+func parseBuildLine(builder stage, targetOS, targetArch string) dockerBuild {
+	GinkgoHelper()
+	var line string
+	for _, l := range builder.all("RUN") {
+		if strings.Contains(l, "go build") {
+			Expect(line).To(BeEmpty(), "one go build line")
+			line = l
+		}
+	}
+	Expect(line).NotTo(BeEmpty(), "the builder stage runs go build")
+	Expect(builder.all("ARG")).To(ContainElements("TARGETOS", "TARGETARCH"), "the platform ARGs BuildKit sets")
+	b := dockerBuild{line: line}
+	words := shellWords(expandArgs(line, map[string]string{"TARGETOS": targetOS, "TARGETARCH": targetArch}))
+	for len(words) > 0 && regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*=`).MatchString(words[0]) {
+		b.env, words = append(b.env, words[0]), words[1:]
+	}
+	Expect(b.env).To(ContainElements("CGO_ENABLED=0", "GOOS="+targetOS, "GOARCH="+targetArch))
+	Expect(words[:2]).To(Equal([]string{"go", "build"}))
+	Expect(words).To(ContainElements("-trimpath", "-ldflags=-s -w"))
+	b.out = -1
+	for i, w := range words {
+		if w == "-o" {
+			b.out = i + 1
+		}
+	}
+	Expect(b.out).To(BeNumerically(">", 0), "go build -o <path>")
+	Expect(b.out).To(BeNumerically("<", len(words)))
+	b.words = words
+	return b
+}
+
+// run builds into binary from contextDir, as the builder stage does.
+func (b dockerBuild) run(ctx SpecContext, contextDir, binary string) {
+	GinkgoHelper()
+	words := append([]string(nil), b.words...)
+	words[b.out] = binary
+	build := exec.CommandContext(ctx, words[0], words[1:]...)
+	build.Dir = contextDir // the builder's WORKDIR holds the context
+	build.Env = append(os.Environ(), b.env...)
+	build.Stdout, build.Stderr = GinkgoWriter, GinkgoWriter
+	start := time.Now()
+	Expect(build.Run()).To(Succeed(), "building as the Dockerfile does: %s", b.line)
+	fmt.Fprintf(GinkgoWriter, "built %s (%s) in %s\n", binary, strings.Join(b.env, " "), time.Since(start).Round(time.Second))
+}
+
+// expectStatic checks an ELF binary for the machine, with no dynamic
+// loader (distroless/static has none).
+func expectStatic(binary string, machine elf.Machine) *elf.File {
+	GinkgoHelper()
+	f, err := elf.Open(binary)
+	Expect(err).NotTo(HaveOccurred())
+	DeferCleanup(f.Close)
+	Expect(f.Machine).To(Equal(machine))
+	for _, p := range f.Progs {
+		Expect(p.Type).NotTo(Equal(elf.PT_INTERP), "static: distroless/static has no dynamic loader")
+	}
+	return f
+}
+
 var _ = Describe("The operator image", Ordered, func() {
 	var (
 		dockerfile []stage
-		binary     string // built as the Dockerfile's builder stage builds it
+		build      dockerBuild
+		binary     string // built as the Dockerfile's builder stage builds it, for amd64
 		contextDir string
 	)
 
 	BeforeAll(func(ctx SpecContext) {
 		dockerfile = parseDockerfile(readFile("Dockerfile"))
 		Expect(dockerfile).To(HaveLen(2), "a builder stage and the final stage")
-		var buildLine string
-		for _, line := range dockerfile[0].all("RUN") {
-			if strings.Contains(line, "go build") {
-				Expect(buildLine).To(BeEmpty(), "one go build line")
-				buildLine = line
-			}
-		}
-		Expect(buildLine).NotTo(BeEmpty(), "the builder stage runs go build")
-		words := shellWords(buildLine)
-		var env []string
-		for len(words) > 0 && regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*=`).MatchString(words[0]) {
-			env, words = append(env, words[0]), words[1:]
-		}
-		Expect(env).To(ContainElements("CGO_ENABLED=0", "GOOS=linux"))
-		Expect(words[:2]).To(Equal([]string{"go", "build"}))
-		Expect(words).To(ContainElements("-trimpath", "-ldflags=-s -w"))
-		out := -1
-		for i, w := range words {
-			if w == "-o" {
-				out = i + 1
-			}
-		}
-		Expect(out).To(BeNumerically(">", 0), "go build -o <path>")
-		Expect(out).To(BeNumerically("<", len(words)))
-		Expect(dockerfile[1].all("COPY")).To(ContainElement("--from=builder "+words[out]+" /hookwright"), "the final stage copies what the builder built")
+		build = parseBuildLine(dockerfile[0], "linux", "amd64")
+		Expect(dockerfile[1].all("COPY")).To(ContainElement("--from=builder "+build.words[build.out]+" /hookwright"), "the final stage copies what the builder built")
 
 		contextDir = GinkgoT().TempDir()
 		buildContext(contextDir)
 		binary = filepath.Join(GinkgoT().TempDir(), "hookwright")
-		words[out] = binary
-		build := exec.CommandContext(ctx, words[0], words[1:]...)
-		build.Dir = contextDir // the builder's WORKDIR holds the context
-		build.Env = append(os.Environ(), env...)
-		build.Stdout, build.Stderr = GinkgoWriter, GinkgoWriter
-		start := time.Now()
-		Expect(build.Run()).To(Succeed(), "building as the Dockerfile does: %s", buildLine)
-		fmt.Fprintf(GinkgoWriter, "built %s in %s\n", binary, time.Since(start).Round(time.Second))
+		build.run(ctx, contextDir, binary)
 	}, NodeTimeout(25*time.Minute)) // -trimpath, CGO_ENABLED=0: every dependency rebuilt, slow on a loaded machine
 
-	It("pins a builder new enough for go.mod and runs nonroot on distroless, without a shell", func() {
-		builder := regexp.MustCompile(`^golang:(\d+\.\d+\.\d+)-bookworm AS builder$`).FindStringSubmatch(dockerfile[0].from)
-		Expect(builder).NotTo(BeNil(), "FROM golang:<x.y.z>-bookworm AS builder, pinned: %s", dockerfile[0].from)
+	It("cross-compiles the same build line for arm64", func(ctx SpecContext) {
+		arm := parseBuildLine(dockerfile[0], "linux", "arm64")
+		armBinary := filepath.Join(GinkgoT().TempDir(), "hookwright-arm64")
+		arm.run(ctx, contextDir, armBinary)
+		f := expectStatic(armBinary, elf.EM_AARCH64)
+		Expect(f.Section(".symtab")).To(BeNil(), "-s strips the symbol table")
+	}, NodeTimeout(25*time.Minute))
+
+	It("pins base images by digest, builds on the build platform, labels the version, and runs nonroot on distroless without a shell", func() {
+		builder := regexp.MustCompile(`^--platform=\$BUILDPLATFORM golang:(\d+\.\d+\.\d+)-bookworm@sha256:[0-9a-f]{64} AS builder$`).FindStringSubmatch(dockerfile[0].from)
+		Expect(builder).NotTo(BeNil(), "FROM --platform=$BUILDPLATFORM golang:<x.y.z>-bookworm@sha256:<digest> AS builder: %s", dockerfile[0].from)
 		goDirective := regexp.MustCompile(`(?m)^go (\S+)$`).FindStringSubmatch(readFile("go.mod"))
 		Expect(goDirective).NotTo(BeNil())
 		Expect(version.Compare("go"+builder[1], "go"+goDirective[1])).To(BeNumerically(">=", 0), "the builder's Go %s is older than go.mod's %s", builder[1], goDirective[1])
 
 		final := dockerfile[1]
-		Expect(final.from).To(Equal("gcr.io/distroless/static-debian12:nonroot"))
+		Expect(final.from).To(MatchRegexp(`^gcr\.io/distroless/static-debian12:nonroot@sha256:[0-9a-f]{64}$`))
+		Expect(final.all("ARG")).To(ContainElements(HavePrefix("VERSION="), HavePrefix("REVISION=")))
+		labels := strings.Join(final.all("LABEL"), " ")
+		Expect(labels).To(ContainSubstring(`org.opencontainers.image.version="${VERSION}"`))
+		Expect(labels).To(ContainSubstring(`org.opencontainers.image.revision="${REVISION}"`))
 		Expect(final.all("USER")).To(Equal([]string{"65532:65532"}))
 		Expect(final.all("ENTRYPOINT")).To(Equal([]string{`["/hookwright"]`}), "exec form: there is no shell")
 		Expect(final.all("RUN")).To(BeEmpty(), "there is no shell to RUN in")
@@ -250,12 +313,7 @@ var _ = Describe("The operator image", Ordered, func() {
 	})
 
 	It("builds a static, stripped binary without build paths", func() {
-		f, err := elf.Open(binary)
-		Expect(err).NotTo(HaveOccurred())
-		defer func() { _ = f.Close() }()
-		for _, p := range f.Progs {
-			Expect(p.Type).NotTo(Equal(elf.PT_INTERP), "static: distroless/static has no dynamic loader")
-		}
+		f := expectStatic(binary, elf.EM_X86_64)
 		Expect(f.Section(".symtab")).To(BeNil(), "-s strips the symbol table")
 		Expect(f.Section(".debug_info")).To(BeNil(), "-w drops DWARF")
 		raw, err := os.ReadFile(binary)
