@@ -30,6 +30,7 @@ var _ = DescribeTable("admits what hookwright import-csv writes, and keeps every
 		whi.Spec.Certificates = want.Certificates
 		Expect(equality.Semantic.DeepEqual(&whi.Spec, want)).To(BeTrue(), "the API server pruned or changed a field")
 	},
-	Entry("from a bundle directory", "crontab.webhookinstall.yaml"),
+	Entry("from a bundle directory: a conversion, a validating and a mutating webhook", "crontab.webhookinstall.yaml"),
 	Entry("from a CSV read off a cluster", "crontab-from-cluster.webhookinstall.yaml"),
+	Entry("from a CSV with admission webhooks only", "policy.webhookinstall.yaml"),
 )

@@ -8,6 +8,7 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	operatorsv1alpha1 "github.com/operator-framework/api/pkg/operators/v1alpha1"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -49,6 +50,54 @@ func validInstall(name string) *v1alpha1.WebhookInstall {
 	}
 }
 
+// withAdmissionWebhooks adds a validating and a mutating webhook served by
+// the conversion webhook's deployment, as a kubebuilder operator's CSV has
+// them (one manager pod, one certificate, three webhooks).
+func withAdmissionWebhooks(w *v1alpha1.WebhookInstall) {
+	w.Spec.WebhookDefinitions = append(w.Spec.WebhookDefinitions, validatingWebhook(), mutatingWebhook())
+}
+
+func validatingWebhook() v1alpha1.WebhookDefinition {
+	return v1alpha1.WebhookDefinition{
+		GenerateName: "vcrontab.kb.io", Type: operatorsv1alpha1.ValidatingAdmissionWebhook,
+		DeploymentName: "crontab-webhook", ContainerPort: 443, TargetPort: ptr.To(intstr.FromInt32(9443)),
+		AdmissionReviewVersions: []string{"v1"}, WebhookPath: ptr.To("/validate-stable-example-com-v1-crontab"),
+		Rules:         []v1alpha1.AdmissionRule{crontabRule(admissionregistrationv1.Create, admissionregistrationv1.Update)},
+		FailurePolicy: ptr.To(admissionregistrationv1.Fail), SideEffects: ptr.To(admissionregistrationv1.SideEffectClassNone),
+	}
+}
+
+func mutatingWebhook() v1alpha1.WebhookDefinition {
+	return v1alpha1.WebhookDefinition{
+		GenerateName: "mcrontab.kb.io", Type: operatorsv1alpha1.MutatingAdmissionWebhook,
+		DeploymentName: "crontab-webhook", ContainerPort: 443, TargetPort: ptr.To(intstr.FromInt32(9443)),
+		AdmissionReviewVersions: []string{"v1", "v1beta1"}, WebhookPath: ptr.To("/mutate-stable-example-com-v1-crontab"),
+		Rules:         []v1alpha1.AdmissionRule{crontabRule(admissionregistrationv1.Create)},
+		FailurePolicy: ptr.To(admissionregistrationv1.Ignore), MatchPolicy: ptr.To(admissionregistrationv1.Equivalent),
+		SideEffects: ptr.To(admissionregistrationv1.SideEffectClassNoneOnDryRun), TimeoutSeconds: ptr.To[int32](5),
+		ReinvocationPolicy: ptr.To(admissionregistrationv1.IfNeededReinvocationPolicy),
+		ObjectSelector: &v1alpha1.ObjectSelector{
+			MatchLabels: map[string]string{"app.kubernetes.io/part-of": "crontab"},
+			MatchExpressions: []v1alpha1.LabelSelectorRequirement{
+				{Key: "example.com/skip-defaults", Operator: metav1.LabelSelectorOpDoesNotExist},
+				{Key: "tier", Operator: metav1.LabelSelectorOpNotIn, Values: []string{"legacy", ""}},
+			},
+		},
+	}
+}
+
+func crontabRule(ops ...admissionregistrationv1.OperationType) v1alpha1.AdmissionRule {
+	return v1alpha1.AdmissionRule{
+		Operations: ops,
+		APIGroups:  []string{"stable.example.com"}, APIVersions: []string{"v1"}, Resources: []string{"crontabs"},
+		Scope: ptr.To(admissionregistrationv1.NamespacedScope),
+	}
+}
+
+func selector(requirements ...v1alpha1.LabelSelectorRequirement) *v1alpha1.ObjectSelector {
+	return &v1alpha1.ObjectSelector{MatchExpressions: requirements}
+}
+
 var _ = Describe("WebhookInstall admission", func() {
 	It("accepts a valid install and fills the certificate defaults", func(ctx context.Context) {
 		whi := validInstall("valid")
@@ -57,6 +106,29 @@ var _ = Describe("WebhookInstall admission", func() {
 		Expect(whi.Spec.Certificates.CALifetime.Duration).To(Equal(17520 * time.Hour))
 		Expect(whi.Spec.Certificates.ServingLifetime.Duration).To(Equal(2160 * time.Hour))
 		Expect(cluster.Client.Delete(ctx, whi)).To(Succeed())
+	})
+
+	It("admits a CSV-like install with a conversion, a validating and a mutating webhook, unchanged", func(ctx context.Context) {
+		whi := validInstall("three-webhooks")
+		withAdmissionWebhooks(whi)
+		// Rules as broad as the API server allows them.
+		whi.Spec.WebhookDefinitions[1].Rules = append(whi.Spec.WebhookDefinitions[1].Rules, v1alpha1.AdmissionRule{
+			Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.OperationAll},
+			APIGroups:  []string{"*"}, APIVersions: []string{"*"}, Resources: []string{"*", "pods/status", "*/scale"},
+			Scope: ptr.To(admissionregistrationv1.AllScopes),
+		}, v1alpha1.AdmissionRule{
+			Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Delete, admissionregistrationv1.Connect},
+			APIGroups:  []string{""}, APIVersions: []string{"v1"}, Resources: []string{"pods/*", "services"},
+			Scope: ptr.To(admissionregistrationv1.ClusterScope),
+		}, v1alpha1.AdmissionRule{
+			Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create},
+			APIGroups:  []string{"apps", "batch"}, APIVersions: []string{"v1", "v1beta1"}, Resources: []string{"*/*"},
+		})
+		want := whi.Spec.DeepCopy()
+		Expect(cluster.Client.Create(ctx, whi)).To(Succeed())
+		DeferCleanup(func(ctx context.Context) { Expect(cluster.Client.Delete(ctx, whi)).To(Succeed()) })
+		whi.Spec.Certificates = want.Certificates // the server filled the defaults
+		Expect(whi.Spec).To(Equal(*want), "the API server pruned or changed a field")
 	})
 
 	DescribeTable("rejects a bad spec with a message that says what to fix",
@@ -131,9 +203,145 @@ var _ = Describe("WebhookInstall admission", func() {
 		Entry("another install mode supported too", func(w *v1alpha1.WebhookInstall) {
 			w.Spec.InstallModes = append(w.Spec.InstallModes, operatorsv1alpha1.InstallMode{Type: operatorsv1alpha1.InstallModeTypeSingleNamespace, Supported: true})
 		}, "installModes must support AllNamespaces and no other mode"),
-		Entry("a validating webhook", func(w *v1alpha1.WebhookInstall) {
-			w.Spec.WebhookDefinitions[0].Type = operatorsv1alpha1.ValidatingAdmissionWebhook
-		}, "ValidatingAdmissionWebhook and MutatingAdmissionWebhook are not supported yet"),
+		// Admission webhooks: what admissionregistration.k8s.io/v1 would
+		// refuse later in the configurations Hookwright writes. Index 1 is
+		// the validating webhook, 2 the mutating one (withAdmissionWebhooks).
+		Entry("an admission webhook without rules", func(w *v1alpha1.WebhookInstall) {
+			withAdmissionWebhooks(w)
+			w.Spec.WebhookDefinitions[1].Rules = nil
+		}, "an admission webhook needs at least one rule"),
+		Entry("sideEffects Some", func(w *v1alpha1.WebhookInstall) {
+			withAdmissionWebhooks(w)
+			w.Spec.WebhookDefinitions[1].SideEffects = ptr.To(admissionregistrationv1.SideEffectClassSome)
+		}, "an admission webhook needs sideEffects None or NoneOnDryRun: admissionregistration.k8s.io/v1 refuses Some and Unknown"),
+		Entry("sideEffects unset on an admission webhook", func(w *v1alpha1.WebhookInstall) {
+			withAdmissionWebhooks(w)
+			w.Spec.WebhookDefinitions[2].SideEffects = nil
+		}, "server-side dry-run"),
+		Entry("sideEffects that is no side-effect class", func(w *v1alpha1.WebhookInstall) {
+			withAdmissionWebhooks(w)
+			w.Spec.WebhookDefinitions[1].SideEffects = ptr.To(admissionregistrationv1.SideEffectClass("Never"))
+		}, `sideEffects: Unsupported value: "Never"`),
+		Entry("reinvocationPolicy on a validating webhook", func(w *v1alpha1.WebhookInstall) {
+			withAdmissionWebhooks(w)
+			w.Spec.WebhookDefinitions[1].ReinvocationPolicy = ptr.To(admissionregistrationv1.NeverReinvocationPolicy)
+		}, "reinvocationPolicy applies only to MutatingAdmissionWebhook"),
+		Entry("reinvocationPolicy on a conversion webhook", func(w *v1alpha1.WebhookInstall) {
+			w.Spec.WebhookDefinitions[0].ReinvocationPolicy = ptr.To(admissionregistrationv1.IfNeededReinvocationPolicy)
+		}, "reinvocationPolicy applies only to MutatingAdmissionWebhook"),
+		Entry("an unknown reinvocationPolicy", func(w *v1alpha1.WebhookInstall) {
+			withAdmissionWebhooks(w)
+			w.Spec.WebhookDefinitions[2].ReinvocationPolicy = ptr.To(admissionregistrationv1.ReinvocationPolicyType("Always"))
+		}, `reinvocationPolicy: Unsupported value: "Always"`),
+		Entry("a rule with no operations", func(w *v1alpha1.WebhookInstall) {
+			withAdmissionWebhooks(w)
+			w.Spec.WebhookDefinitions[1].Rules[0].Operations = nil
+		}, "a rule needs at least one operation"),
+		Entry("an unknown operation", func(w *v1alpha1.WebhookInstall) {
+			withAdmissionWebhooks(w)
+			w.Spec.WebhookDefinitions[1].Rules[0].Operations = []admissionregistrationv1.OperationType{"PATCH"}
+		}, `Unsupported value: "PATCH"`),
+		Entry("'*' with other operations", func(w *v1alpha1.WebhookInstall) {
+			withAdmissionWebhooks(w)
+			w.Spec.WebhookDefinitions[1].Rules[0].Operations = []admissionregistrationv1.OperationType{admissionregistrationv1.OperationAll, admissionregistrationv1.Create}
+		}, "'*' in operations means every operation: list it alone"),
+		Entry("a rule with no apiGroups", func(w *v1alpha1.WebhookInstall) {
+			withAdmissionWebhooks(w)
+			w.Spec.WebhookDefinitions[1].Rules[0].APIGroups = nil
+		}, "a rule needs apiGroups"),
+		Entry("'*' with other apiGroups", func(w *v1alpha1.WebhookInstall) {
+			withAdmissionWebhooks(w)
+			w.Spec.WebhookDefinitions[1].Rules[0].APIGroups = []string{"*", "apps"}
+		}, "'*' in apiGroups means every group: list it alone"),
+		Entry("a rule with no apiVersions", func(w *v1alpha1.WebhookInstall) {
+			withAdmissionWebhooks(w)
+			w.Spec.WebhookDefinitions[2].Rules[0].APIVersions = nil
+		}, "a rule needs apiVersions"),
+		Entry("an empty apiVersion", func(w *v1alpha1.WebhookInstall) {
+			withAdmissionWebhooks(w)
+			w.Spec.WebhookDefinitions[2].Rules[0].APIVersions = []string{""}
+		}, "apiVersions[0]: Invalid value"),
+		Entry("'*' with other apiVersions", func(w *v1alpha1.WebhookInstall) {
+			withAdmissionWebhooks(w)
+			w.Spec.WebhookDefinitions[2].Rules[0].APIVersions = []string{"v1", "*"}
+		}, "'*' in apiVersions means every version: list it alone"),
+		Entry("a rule with no resources", func(w *v1alpha1.WebhookInstall) {
+			withAdmissionWebhooks(w)
+			w.Spec.WebhookDefinitions[1].Rules[0].Resources = nil
+		}, "a rule needs resources"),
+		Entry("an empty resource", func(w *v1alpha1.WebhookInstall) {
+			withAdmissionWebhooks(w)
+			w.Spec.WebhookDefinitions[1].Rules[0].Resources = []string{"crontabs", ""}
+		}, "resources[1]: Invalid value"),
+		Entry("'*/*' with other resources", func(w *v1alpha1.WebhookInstall) {
+			withAdmissionWebhooks(w)
+			w.Spec.WebhookDefinitions[1].Rules[0].Resources = []string{"*/*", "crontabs"}
+		}, "'*/*' in resources means every resource and subresource: list it alone"),
+		Entry("'*' with another resource", func(w *v1alpha1.WebhookInstall) {
+			withAdmissionWebhooks(w)
+			w.Spec.WebhookDefinitions[1].Rules[0].Resources = []string{"*", "crontabs"}
+		}, "'*' in resources means every resource: list no other resource without a subresource"),
+		Entry("'crontabs/*' with one of its subresources", func(w *v1alpha1.WebhookInstall) {
+			withAdmissionWebhooks(w)
+			w.Spec.WebhookDefinitions[1].Rules[0].Resources = []string{"crontabs/*", "crontabs/status"}
+		}, "'x/*' in resources covers every subresource of x"),
+		Entry("'*/status' with a resource's status", func(w *v1alpha1.WebhookInstall) {
+			withAdmissionWebhooks(w)
+			w.Spec.WebhookDefinitions[1].Rules[0].Resources = []string{"*/status", "crontabs/status"}
+		}, "'*/y' in resources covers subresource y of every resource"),
+		Entry("an unknown scope", func(w *v1alpha1.WebhookInstall) {
+			withAdmissionWebhooks(w)
+			w.Spec.WebhookDefinitions[1].Rules[0].Scope = ptr.To(admissionregistrationv1.ScopeType("Global"))
+		}, `scope: Unsupported value: "Global"`),
+		Entry("an unknown failurePolicy", func(w *v1alpha1.WebhookInstall) {
+			withAdmissionWebhooks(w)
+			w.Spec.WebhookDefinitions[1].FailurePolicy = ptr.To(admissionregistrationv1.FailurePolicyType("Retry"))
+		}, `failurePolicy: Unsupported value: "Retry"`),
+		Entry("an unknown matchPolicy", func(w *v1alpha1.WebhookInstall) {
+			withAdmissionWebhooks(w)
+			w.Spec.WebhookDefinitions[1].MatchPolicy = ptr.To(admissionregistrationv1.MatchPolicyType("Fuzzy"))
+		}, `matchPolicy: Unsupported value: "Fuzzy"`),
+		Entry("timeoutSeconds above 30", func(w *v1alpha1.WebhookInstall) {
+			withAdmissionWebhooks(w)
+			w.Spec.WebhookDefinitions[1].TimeoutSeconds = ptr.To[int32](31)
+		}, "timeoutSeconds: Invalid value: 31: spec.webhookdefinitions[1].timeoutSeconds in body should be less than or equal to 30"),
+		Entry("timeoutSeconds 0", func(w *v1alpha1.WebhookInstall) {
+			withAdmissionWebhooks(w)
+			w.Spec.WebhookDefinitions[2].TimeoutSeconds = ptr.To[int32](0)
+		}, "timeoutSeconds in body should be greater than or equal to 1"),
+		Entry("conversionCRDs on an admission webhook", func(w *v1alpha1.WebhookInstall) {
+			withAdmissionWebhooks(w)
+			w.Spec.WebhookDefinitions[0].ConversionCRDs = nil
+			w.Spec.WebhookDefinitions[1].ConversionCRDs = []string{"crontabs.stable.example.com"}
+		}, "conversionCRDs applies only to ConversionWebhook"),
+		Entry("an admission webhook named with two DNS segments", func(w *v1alpha1.WebhookInstall) {
+			withAdmissionWebhooks(w)
+			w.Spec.WebhookDefinitions[1].GenerateName = "vcrontab.io"
+		}, "needs at least three DNS segments"),
+		Entry("an objectSelector with an unknown operator", func(w *v1alpha1.WebhookInstall) {
+			withAdmissionWebhooks(w)
+			w.Spec.WebhookDefinitions[1].ObjectSelector = selector(v1alpha1.LabelSelectorRequirement{Key: "app", Operator: "Equals", Values: []string{"x"}})
+		}, `operator: Unsupported value: "Equals"`),
+		Entry("an objectSelector In without values", func(w *v1alpha1.WebhookInstall) {
+			withAdmissionWebhooks(w)
+			w.Spec.WebhookDefinitions[1].ObjectSelector = selector(v1alpha1.LabelSelectorRequirement{Key: "app", Operator: metav1.LabelSelectorOpIn})
+		}, "operators In and NotIn need at least one value"),
+		Entry("an objectSelector Exists with values", func(w *v1alpha1.WebhookInstall) {
+			withAdmissionWebhooks(w)
+			w.Spec.WebhookDefinitions[1].ObjectSelector = selector(v1alpha1.LabelSelectorRequirement{Key: "app", Operator: metav1.LabelSelectorOpExists, Values: []string{"x"}})
+		}, "operators Exists and DoesNotExist take no values"),
+		Entry("an objectSelector key that is no label key", func(w *v1alpha1.WebhookInstall) {
+			withAdmissionWebhooks(w)
+			w.Spec.WebhookDefinitions[1].ObjectSelector = selector(v1alpha1.LabelSelectorRequirement{Key: "not a key", Operator: metav1.LabelSelectorOpExists})
+		}, "must be a label key"),
+		Entry("an admission webhookPath with a segment the API server refuses", func(w *v1alpha1.WebhookInstall) {
+			withAdmissionWebhooks(w)
+			w.Spec.WebhookDefinitions[1].WebhookPath = ptr.To("/validate_CronTab")
+		}, "each segment of webhookPath must be a DNS subdomain"),
+		Entry("admissionReviewVersions naming v2 on an admission webhook", func(w *v1alpha1.WebhookInstall) {
+			withAdmissionWebhooks(w)
+			w.Spec.WebhookDefinitions[2].AdmissionReviewVersions = []string{"v2"}
+		}, "admissionReviewVersions may only name v1 and v1beta1"),
 		Entry("version that is not semver", func(w *v1alpha1.WebhookInstall) {
 			w.Spec.Version = "v1"
 		}, "spec.version: Invalid value"),

@@ -6,11 +6,12 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-// WebhookInstall declares an operator's conversion webhooks, CSV-style: the
-// webhook Deployments, the webhookdefinitions with their conversionCRDs, and
-// how their certificates are issued. Hookwright runs the Deployments,
-// issues and rotates the certificates, and points each conversion CRD at
-// its webhook once it serves.
+// WebhookInstall declares an operator's webhooks, CSV-style: the webhook
+// Deployments, the webhookdefinitions (conversion webhooks with their
+// conversionCRDs, validating and mutating admission webhooks with their
+// rules), and how their certificates are issued. Hookwright runs the
+// Deployments, issues and rotates the certificates, points each conversion
+// CRD at its webhook and registers the admission webhooks once they serve.
 //
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
@@ -34,7 +35,7 @@ type WebhookInstall struct {
 // WebhookInstallSpec uses the field names of a ClusterServiceVersion, so the
 // relevant parts of a CSV can be pasted in.
 //
-// +kubebuilder:validation:XValidation:rule="self.installModes.exists(m, m.type == 'AllNamespaces' && m.supported) && self.installModes.all(m, m.type == 'AllNamespaces' || !m.supported)",message="conversion webhooks serve every namespace: installModes must support AllNamespaces and no other mode"
+// +kubebuilder:validation:XValidation:rule="self.installModes.exists(m, m.type == 'AllNamespaces' && m.supported) && self.installModes.all(m, m.type == 'AllNamespaces' || !m.supported)",message="conversion and admission webhooks serve every namespace: installModes must support AllNamespaces and no other mode"
 // +kubebuilder:validation:XValidation:rule="self.webhookdefinitions.all(w, self.install.spec.deployments.exists(d, d.name == w.deploymentName))",message="every webhookdefinitions[].deploymentName must name a deployment in install.spec.deployments"
 // +kubebuilder:validation:XValidation:rule="self.webhookdefinitions.all(w, !has(w.conversionCRDs) || w.conversionCRDs.all(c, has(self.customresourcedefinitions.owned) && self.customresourcedefinitions.owned.exists(o, o.name == c)))",message="every conversionCRDs entry must be listed in customresourcedefinitions.owned: an install converts only CRDs it owns"
 // +kubebuilder:validation:XValidation:rule="self.webhookdefinitions.all(a, self.webhookdefinitions.all(b, a.generateName == b.generateName || !has(a.conversionCRDs) || !has(b.conversionCRDs) || !a.conversionCRDs.exists(c, c in b.conversionCRDs)))",message="a CRD has one conversion webhook: a conversionCRDs entry must not appear in two webhookdefinitions"
@@ -59,8 +60,9 @@ type WebhookInstallSpec struct {
 	// +optional
 	Replaces string `json:"replaces,omitempty"`
 
-	// InstallModes as in a CSV. Conversion webhooks are cluster-wide, so
-	// AllNamespaces must be supported and every other mode unsupported.
+	// InstallModes as in a CSV. Conversion and admission webhooks are
+	// cluster-wide, so AllNamespaces must be supported and every other mode
+	// unsupported.
 	// +kubebuilder:validation:MinItems=1
 	// +kubebuilder:validation:MaxItems=4
 	InstallModes []operatorsv1alpha1.InstallMode `json:"installModes"`

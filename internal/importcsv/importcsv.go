@@ -1,8 +1,9 @@
 // Package importcsv turns an OLM ClusterServiceVersion into a
-// WebhookInstall: the CSV's ConversionWebhook webhookdefinitions, the
-// deployments that serve them and the owned CRDs they convert, so that an
-// operator author who already ships an OLM bundle can adopt Hookwright in
-// one command. It backs `hookwright import-csv`.
+// WebhookInstall: the CSV's webhookdefinitions of all three types
+// (conversion, validating and mutating admission), the deployments that
+// serve them and the owned CRDs they convert, so that an operator author
+// who already ships an OLM bundle can adopt Hookwright in one command. It
+// backs `hookwright import-csv`.
 //
 // Convert is pure: it never reads files. Load reads a bundle directory
 // (operator-framework's manifests.GetBundleFromDir) or a CSV YAML file.
@@ -18,6 +19,7 @@ import (
 	"strings"
 
 	operatorsv1alpha1 "github.com/operator-framework/api/pkg/operators/v1alpha1"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -81,6 +83,7 @@ const placeholderNamespace = "placeholder"
 
 const (
 	maxDefinitions = 16 // spec.webhookdefinitions maxItems
+	maxRules       = 16 // spec.webhookdefinitions[].rules maxItems
 	maxDeployments = 16 // spec.install.spec.deployments maxItems
 	maxNameLength  = 63 // the install name is a label value on everything Hookwright makes
 )
@@ -89,6 +92,9 @@ var (
 	// versionSuffix matches a semver suffix of a CSV name: name.v1.2.3,
 	// name.1.2.3, name-v1.2.3-rc.1.
 	versionSuffix = regexp.MustCompile(`^(.+?)[.-]v?(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)(-[0-9A-Za-z.-]+)?(\+[0-9A-Za-z.-]+)?$`)
+	// webhookPath is the rule api/v1alpha1 puts on webhookPath: DNS
+	// subdomain segments, as the API server checks a webhook service path.
+	webhookPath = regexp.MustCompile(`^(/[a-z0-9]([-a-z0-9]*[a-z0-9])?([.][a-z0-9]([-a-z0-9]*[a-z0-9])?)*)*/?$`)
 	// crdName is the rule api/v1alpha1 puts on conversionCRDs entries.
 	crdName = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?([.][a-z0-9]([-a-z0-9]*[a-z0-9])?)([.][a-z0-9]([-a-z0-9]*[a-z0-9])?)+$`)
 )
@@ -105,9 +111,9 @@ func DefaultName(csvName string) string {
 }
 
 // Convert builds the WebhookInstall for in.CSV. It fails, saying what to
-// do, when the CSV has no ConversionWebhook or its conversion webhooks
-// could not pass the WebhookInstall admission rules; everything it leaves
-// out on purpose is listed in Result.Warnings.
+// do, when the CSV has no webhook or its webhooks could not pass the
+// WebhookInstall admission rules; everything it leaves out on purpose is
+// listed in Result.Warnings.
 func Convert(in Input, opts Options) (*Result, error) {
 	if in.CSV == nil {
 		return nil, errors.New("no ClusterServiceVersion")
@@ -192,36 +198,32 @@ func (c *converter) warnf(format string, args ...any) {
 	c.warnings = append(c.warnings, fmt.Sprintf(format, args...))
 }
 
-// definitions keeps the ConversionWebhook definitions and skips, with a
-// warning each, the admission webhooks Hookwright does not install.
+// definitions keeps every webhook definition, conversion and admission,
+// and fails, saying what to fix, on one the WebhookInstall admission rules
+// would refuse. Fields OLM ignores for a type are dropped with a warning.
 func (c *converter) definitions() ([]v1alpha1.WebhookDefinition, error) {
 	var defs []v1alpha1.WebhookDefinition
-	var skipped []string
 	for _, w := range c.csv.Spec.WebhookDefinitions {
-		if w.Type != operatorsv1alpha1.ConversionWebhook {
-			skipped = append(skipped, fmt.Sprintf("%s (%s)", w.GenerateName, w.Type))
-			c.warnf("webhook %s skipped: it is a %s, and Hookwright installs only ConversionWebhooks; keep installing it as before (OLM, or a %s with its own certificate)",
-				w.GenerateName, w.Type, strings.Replace(string(w.Type), "AdmissionWebhook", "WebhookConfiguration", 1))
-			continue
-		}
 		defs = append(defs, v1alpha1.WebhookDefinitionFrom(w))
 	}
 	if len(defs) == 0 {
-		found := "it has no webhookdefinitions"
-		if len(skipped) > 0 {
-			found = "it has only " + strings.Join(skipped, ", ")
-		}
-		return nil, fmt.Errorf("CSV %s declares no ConversionWebhook in spec.webhookdefinitions (%s), and conversion webhooks are all Hookwright installs. "+
-			"Add an entry of type ConversionWebhook naming its deploymentName, conversionCRDs, containerPort, targetPort and webhookPath "+
-			"(with operator-sdk: create the webhook with --conversion, then make bundle), or keep installing this operator with OLM", c.csv.Name, found)
+		return nil, fmt.Errorf("CSV %s declares no webhook in spec.webhookdefinitions, and webhooks are what Hookwright installs: "+
+			"add an entry (a ConversionWebhook naming its deploymentName, conversionCRDs, containerPort, targetPort and webhookPath, "+
+			"or a ValidatingAdmissionWebhook or MutatingAdmissionWebhook with its rules; with operator-sdk: create the webhook, then make bundle), "+
+			"or keep installing this operator with OLM", c.csv.Name)
 	}
 	if len(defs) > maxDefinitions {
-		return nil, fmt.Errorf("CSV %s has %d ConversionWebhook definitions; a WebhookInstall takes at most %d: split the operator into several installs", c.csv.Name, len(defs), maxDefinitions)
+		return nil, fmt.Errorf("CSV %s has %d webhook definitions; a WebhookInstall takes at most %d: split the operator into several installs", c.csv.Name, len(defs), maxDefinitions)
 	}
 	converts := map[string]string{}
 	for i := range defs {
 		d := &defs[i]
 		where := fmt.Sprintf("CSV %s, webhook %s", c.csv.Name, d.GenerateName)
+		switch d.Type {
+		case operatorsv1alpha1.ConversionWebhook, operatorsv1alpha1.ValidatingAdmissionWebhook, operatorsv1alpha1.MutatingAdmissionWebhook:
+		default:
+			return nil, fmt.Errorf("%s: type %q is none of ConversionWebhook, ValidatingAdmissionWebhook and MutatingAdmissionWebhook", where, d.Type)
+		}
 		if errs := validation.IsDNS1123Subdomain(d.GenerateName); len(errs) > 0 {
 			return nil, fmt.Errorf("%s: generateName is not a DNS subdomain name (%s): rename it in the CSV", where, strings.Join(errs, "; "))
 		}
@@ -237,6 +239,13 @@ func (c *converter) definitions() ([]v1alpha1.WebhookDefinition, error) {
 		if p := d.WebhookPath; p != nil && !strings.HasPrefix(*p, "/") {
 			return nil, fmt.Errorf("%s: webhookPath %q must start with /", where, *p)
 		}
+		if p := d.WebhookPath; p != nil && !webhookPath.MatchString(*p) {
+			return nil, fmt.Errorf("%s: webhookPath %q: each segment must be a DNS subdomain (lowercase letters, digits, '-' and '.'), as the API server requires of a webhook service path", where, *p)
+		}
+		review := "ConversionReview"
+		if d.Type != operatorsv1alpha1.ConversionWebhook {
+			review = "AdmissionReview"
+		}
 		var versions []string
 		for _, v := range d.AdmissionReviewVersions {
 			if (v == "v1" || v == "v1beta1") && !slices.Contains(versions, v) {
@@ -245,12 +254,22 @@ func (c *converter) definitions() ([]v1alpha1.WebhookDefinition, error) {
 		}
 		switch {
 		case len(versions) == 0:
-			c.warnf("webhook %s: admissionReviewVersions %v name no ConversionReview version; set to [v1]", d.GenerateName, d.AdmissionReviewVersions)
+			c.warnf("webhook %s: admissionReviewVersions %v name no %s version; set to [v1]", d.GenerateName, d.AdmissionReviewVersions, review)
 			versions = []string{"v1"}
 		case len(versions) < len(d.AdmissionReviewVersions):
-			c.warnf("webhook %s: admissionReviewVersions %v reduced to %v, the ConversionReview versions the API server speaks", d.GenerateName, d.AdmissionReviewVersions, versions)
+			c.warnf("webhook %s: admissionReviewVersions %v reduced to %v, the %s versions the API server speaks", d.GenerateName, d.AdmissionReviewVersions, versions, review)
 		}
 		d.AdmissionReviewVersions = versions
+		if d.Type != operatorsv1alpha1.ConversionWebhook {
+			if err := c.admission(d, where); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		if d.ReinvocationPolicy != nil {
+			c.warnf("webhook %s: reinvocationPolicy dropped: it applies only to a MutatingAdmissionWebhook (OLM ignores it on a ConversionWebhook)", d.GenerateName)
+			d.ReinvocationPolicy = nil
+		}
 		if len(d.ConversionCRDs) == 0 {
 			return nil, fmt.Errorf("%s: a ConversionWebhook needs at least one conversionCRDs entry: list the CRDs (<plural>.<group>) it converts", where)
 		}
@@ -267,28 +286,84 @@ func (c *converter) definitions() ([]v1alpha1.WebhookDefinition, error) {
 	return defs, nil
 }
 
-// deployments keeps the deployments that serve a conversion webhook, in
-// CSV order, without OLM-internal annotations and certificate volumes.
+// admission checks an admission webhook definition as the WebhookInstall
+// admission rules do (which refuse what admissionregistration.k8s.io/v1
+// would refuse later), so the import fails here with the CSV's names
+// instead of at kubectl apply; fields OLM ignores are dropped.
+func (c *converter) admission(d *v1alpha1.WebhookDefinition, where string) error {
+	if len(d.ConversionCRDs) > 0 {
+		c.warnf("webhook %s: conversionCRDs dropped: they apply only to a ConversionWebhook (OLM ignores them on a %s)", d.GenerateName, d.Type)
+		d.ConversionCRDs = nil
+	}
+	if d.ReinvocationPolicy != nil && d.Type != operatorsv1alpha1.MutatingAdmissionWebhook {
+		c.warnf("webhook %s: reinvocationPolicy dropped: it applies only to a MutatingAdmissionWebhook (OLM ignores it on a %s)", d.GenerateName, d.Type)
+		d.ReinvocationPolicy = nil
+	}
+	if strings.Count(d.GenerateName, ".") < 2 {
+		return fmt.Errorf("%s: an admission webhook's generateName is its webhook name, which the API server requires to be a fully qualified name of at least three DNS segments (for example vcrontab.kb.io): rename it in the CSV", where)
+	}
+	if se := d.SideEffects; se == nil || (*se != admissionregistrationv1.SideEffectClassNone && *se != admissionregistrationv1.SideEffectClassNoneOnDryRun) {
+		got := "unset"
+		if se != nil {
+			got = string(*se)
+		}
+		return fmt.Errorf("%s: sideEffects is %s; an admission webhook needs None or NoneOnDryRun: admissionregistration.k8s.io/v1 refuses Some and Unknown, "+
+			"and Hookwright verifies every admission webhook with a server-side dry-run request (with kubebuilder: sideEffects=None in the webhook marker)", where, got)
+	}
+	if len(d.Rules) == 0 {
+		return fmt.Errorf("%s: an admission webhook needs at least one rule: add rules (operations, apiGroups, apiVersions, resources) saying which requests it sees", where)
+	}
+	if len(d.Rules) > maxRules {
+		return fmt.Errorf("%s: %d rules; a WebhookInstall takes at most %d per webhook: merge rules (a rule lists several groups, versions and resources)", where, len(d.Rules), maxRules)
+	}
+	for i, r := range d.Rules {
+		rule := fmt.Sprintf("%s, rule %d", where, i+1)
+		switch {
+		case len(r.Operations) == 0:
+			return fmt.Errorf("%s: no operations: list CREATE, UPDATE, DELETE or CONNECT, or '*' alone", rule)
+		case len(r.APIGroups) == 0:
+			return fmt.Errorf("%s: no apiGroups: list the API groups of the resources it matches (\"\" for the core group, '*' alone for every group)", rule)
+		case len(r.APIVersions) == 0:
+			return fmt.Errorf("%s: no apiVersions: list the versions it matches, or '*' alone", rule)
+		case len(r.Resources) == 0:
+			return fmt.Errorf("%s: no resources: list the resources it matches (for example crontabs, pods/status, or '*')", rule)
+		}
+		for _, op := range r.Operations {
+			if !slices.Contains([]admissionregistrationv1.OperationType{admissionregistrationv1.OperationAll, admissionregistrationv1.Create, admissionregistrationv1.Update, admissionregistrationv1.Delete, admissionregistrationv1.Connect}, op) {
+				return fmt.Errorf("%s: operation %q is none of CREATE, UPDATE, DELETE, CONNECT and '*'", rule, op)
+			}
+		}
+		if s := r.Scope; s != nil && !slices.Contains([]admissionregistrationv1.ScopeType{admissionregistrationv1.AllScopes, admissionregistrationv1.ClusterScope, admissionregistrationv1.NamespacedScope}, *s) {
+			return fmt.Errorf("%s: scope %q is none of Cluster, Namespaced and '*'", rule, *s)
+		}
+	}
+	if p := d.FailurePolicy; p != nil && *p != admissionregistrationv1.Ignore && *p != admissionregistrationv1.Fail {
+		return fmt.Errorf("%s: failurePolicy %q is neither Fail nor Ignore", where, *p)
+	}
+	if p := d.MatchPolicy; p != nil && *p != admissionregistrationv1.Exact && *p != admissionregistrationv1.Equivalent {
+		return fmt.Errorf("%s: matchPolicy %q is neither Exact nor Equivalent", where, *p)
+	}
+	if p := d.ReinvocationPolicy; p != nil && *p != admissionregistrationv1.NeverReinvocationPolicy && *p != admissionregistrationv1.IfNeededReinvocationPolicy {
+		return fmt.Errorf("%s: reinvocationPolicy %q is neither Never nor IfNeeded", where, *p)
+	}
+	if t := d.TimeoutSeconds; t != nil && (*t < 1 || *t > 30) {
+		return fmt.Errorf("%s: timeoutSeconds %d is out of the 1 to 30 the API server allows", where, *t)
+	}
+	return nil
+}
+
+// deployments keeps the deployments that serve a webhook, in CSV order,
+// without OLM-internal annotations and certificate volumes.
 func (c *converter) deployments(defs []v1alpha1.WebhookDefinition) ([]operatorsv1alpha1.StrategyDeploymentSpec, error) {
 	wanted := map[string]bool{}
 	for _, d := range defs {
 		wanted[d.DeploymentName] = true
 	}
-	admissionOnly := map[string][]string{}
-	for _, w := range c.csv.Spec.WebhookDefinitions {
-		if w.Type != operatorsv1alpha1.ConversionWebhook {
-			admissionOnly[w.DeploymentName] = append(admissionOnly[w.DeploymentName], w.GenerateName)
-		}
-	}
 	var out []operatorsv1alpha1.StrategyDeploymentSpec
 	found := map[string]bool{}
 	for _, d := range c.csv.Spec.InstallStrategy.StrategySpec.DeploymentSpecs {
 		if !wanted[d.Name] {
-			why := "it serves no conversion webhook"
-			if hooks := admissionOnly[d.Name]; len(hooks) > 0 {
-				why = "it serves only the skipped webhooks " + strings.Join(hooks, ", ")
-			}
-			c.warnf("deployment %s not carried over: %s (Hookwright runs only conversion webhook deployments; keep running it as before)", d.Name, why)
+			c.warnf("deployment %s not carried over: it serves no webhook (Hookwright runs only webhook deployments; keep running it as before)", d.Name)
 			continue
 		}
 		if found[d.Name] {
@@ -303,7 +378,7 @@ func (c *converter) deployments(defs []v1alpha1.WebhookDefinition) ([]operatorsv
 		}
 	}
 	if len(out) > maxDeployments {
-		return nil, fmt.Errorf("CSV %s has %d conversion webhook deployments; a WebhookInstall takes at most %d", c.csv.Name, len(out), maxDeployments)
+		return nil, fmt.Errorf("CSV %s has %d webhook deployments; a WebhookInstall takes at most %d", c.csv.Name, len(out), maxDeployments)
 	}
 	services := map[string]string{}
 	for _, d := range out {
@@ -390,7 +465,7 @@ func (c *converter) ownedCRDs(defs []v1alpha1.WebhookDefinition, bundleCRDs map[
 	listed := map[string]bool{}
 	for _, o := range c.csv.Spec.CustomResourceDefinitions.Owned {
 		if !slices.Contains(converted, o.Name) {
-			c.warnf("owned CRD %s not carried over: no conversion webhook converts it (Hookwright manages only conversion; install and serve it as before)", o.Name)
+			c.warnf("owned CRD %s not carried over: no conversion webhook converts it (an install lists the CRDs whose spec.conversion Hookwright sets; apply the CRD yourself as before)", o.Name)
 			continue
 		}
 		if listed[o.Name] {
@@ -493,7 +568,7 @@ func (c *converter) replaces(name string, nameGiven, versioned bool) string {
 }
 
 // installModes carries the CSV's install modes over, made to support
-// AllNamespaces only, as a conversion webhook serves every namespace.
+// AllNamespaces only, as webhooks serve every namespace.
 func (c *converter) installModes() []operatorsv1alpha1.InstallMode {
 	known := []operatorsv1alpha1.InstallModeType{
 		operatorsv1alpha1.InstallModeTypeOwnNamespace, operatorsv1alpha1.InstallModeTypeSingleNamespace,
@@ -520,7 +595,7 @@ func (c *converter) installModes() []operatorsv1alpha1.InstallMode {
 		out = append(out, operatorsv1alpha1.InstallMode{Type: operatorsv1alpha1.InstallModeTypeAllNamespaces, Supported: true})
 	}
 	if len(changed) > 0 {
-		c.warnf("installModes changed to support AllNamespaces only, as a conversion webhook serves every namespace (%s)", strings.Join(changed, "; "))
+		c.warnf("installModes changed to support AllNamespaces only, as webhooks serve every namespace (%s)", strings.Join(changed, "; "))
 	}
 	return out
 }

@@ -13,8 +13,11 @@ import (
 	"github.com/operator-framework/api/pkg/manifests"
 	operatorsv1alpha1 "github.com/operator-framework/api/pkg/operators/v1alpha1"
 	"github.com/operator-framework/api/pkg/validation"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"sigs.k8s.io/yaml"
 
 	v1alpha1 "github.com/hookwright/hookwright/api/v1alpha1"
@@ -26,7 +29,9 @@ const (
 	bundleDir  = "testdata/bundle"
 	bundleCSV  = "testdata/bundle/manifests/crontab-operator.clusterserviceversion.yaml"
 	clusterCSV = "testdata/csv-from-cluster.yaml"
-	secretText = "fixture-secret-value-never-copied" // in the bundle's Secret
+	// adminOnlyCSV has a validating and a mutating webhook and no conversion.
+	adminOnlyCSV = "testdata/no-conversion.clusterserviceversion.yaml"
+	secretText   = "fixture-secret-value-never-copied" // in the bundle's Secret
 )
 
 func run(args ...string) (code int, stdout, stderr string) {
@@ -78,6 +83,7 @@ func TestGolden(t *testing.T) {
 	}{
 		{"bundle directory", []string{bundleDir}, "testdata/crontab.webhookinstall.yaml"},
 		{"CSV exported from a cluster", []string{clusterCSV}, "testdata/crontab-from-cluster.webhookinstall.yaml"},
+		{"CSV with admission webhooks only", []string{adminOnlyCSV, "--namespace", "policy"}, "testdata/policy.webhookinstall.yaml"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -153,10 +159,11 @@ func TestCommand(t *testing.T) {
 			name: "bundle directory",
 			args: []string{bundleDir},
 			stdout: []string{"name: crontab-operator\n", "namespace: crontab-system\n", "version: 1.1.0\n", "displayName: CronTab Operator\n",
-				"generateName: ccrontabs.kb.io\n", "name: crontab-webhook\n", "name: crontabs.stable.example.com\n"},
+				"generateName: ccrontabs.kb.io\n", "generateName: vcrontab.kb.io\n", "generateName: mcrontab.kb.io\n",
+				"type: ValidatingAdmissionWebhook\n", "type: MutatingAdmissionWebhook\n", "webhookPath: /mutate-stable-example-com-v2-crontab\n",
+				"name: crontab-webhook\n", "name: crontabs.stable.example.com\n"},
 			stderr: []string{
-				"warning: webhook vcrontab.kb.io skipped: it is a ValidatingAdmissionWebhook",
-				"warning: deployment crontab-controller-manager not carried over: it serves no conversion webhook",
+				"warning: deployment crontab-controller-manager not carried over: it serves no webhook",
 				"warning: owned CRD crontabpolicies.stable.example.com not carried over",
 				"warning: replaces crontab-operator.v1.0.0 dropped",
 				"warning: deployment crontab-webhook: volume cert (Secret webhook-server-cert at /tmp/k8s-webhook-server/serving-certs) dropped",
@@ -164,7 +171,7 @@ func TestCommand(t *testing.T) {
 				"warning: the bundle's CRD crontabs.stable.example.com sets spec.conversion to service system/crontab-webhook-service, not service crontab-system/crontab-webhook-service",
 				"warning: other bundle objects not carried over: Service/crontab-operator-metrics-service, Secret/crontab-operator-registry-token",
 			},
-			noWarnings: []string{"crontab-controller-manager (deployment", secretText},
+			noWarnings: []string{"crontab-controller-manager (deployment", secretText, "skipped", "vcrontab", "mcrontab"},
 		},
 		{
 			name:   "bundle manifests directory",
@@ -196,14 +203,11 @@ func TestCommand(t *testing.T) {
 			stderr: []string{"wrote WebhookInstall crontab-system/crontab-operator to " + outFile},
 		},
 		{
-			name: "CSV without a conversion webhook",
-			args: []string{"testdata/no-conversion.clusterserviceversion.yaml", "--namespace", "policy"},
-			code: 1,
-			stderr: []string{
-				"CSV policy-operator.v0.3.0 declares no ConversionWebhook in spec.webhookdefinitions (it has only vpolicy.kb.io (ValidatingAdmissionWebhook), mpolicy.kb.io (MutatingAdmissionWebhook))",
-				"Add an entry of type ConversionWebhook",
-				"or keep installing this operator with OLM",
-			},
+			name: "CSV with admission webhooks and no conversion webhook",
+			args: []string{adminOnlyCSV, "--namespace", "policy"},
+			stdout: []string{"name: policy-operator\n", "namespace: policy\n", "generateName: vpolicy.kb.io\n", "generateName: mpolicy.kb.io\n",
+				"name: policy-controller-manager\n", "reinvocationPolicy: IfNeeded\n"},
+			stderr: []string{"warning: owned CRD policies.policy.example.com not carried over: no conversion webhook converts it"},
 		},
 		{
 			name:   "missing file",
@@ -309,26 +313,114 @@ func TestConvert(t *testing.T) {
 		check    func(*testing.T, *v1alpha1.WebhookInstall) // optional
 	}{
 		{
-			name: "validating and mutating webhooks are skipped, each named",
+			name: "all three webhook types are kept whole, in CSV order",
 			mutate: func(in *Input, _ *Options) {
-				in.CSV.Spec.WebhookDefinitions = append(in.CSV.Spec.WebhookDefinitions, operatorsv1alpha1.WebhookDescription{
-					GenerateName: "mcrontab.kb.io", Type: operatorsv1alpha1.MutatingAdmissionWebhook, DeploymentName: "crontab-controller-manager",
-					AdmissionReviewVersions: []string{"v1"},
-				})
-			},
-			warnings: []string{
-				"webhook vcrontab.kb.io skipped: it is a ValidatingAdmissionWebhook, and Hookwright installs only ConversionWebhooks; keep installing it as before (OLM, or a ValidatingWebhookConfiguration",
-				"webhook mcrontab.kb.io skipped: it is a MutatingAdmissionWebhook, and Hookwright installs only ConversionWebhooks; keep installing it as before (OLM, or a MutatingWebhookConfiguration",
-				"deployment crontab-controller-manager not carried over: it serves only the skipped webhooks mcrontab.kb.io",
+				// Every admission field set, on a webhook of the other deployment.
+				in.CSV.Spec.WebhookDefinitions = append(in.CSV.Spec.WebhookDefinitions, everyAdmissionField())
 			},
 			check: func(t *testing.T, whi *v1alpha1.WebhookInstall) {
-				if got := definitionNames(whi); !slices.Equal(got, []string{"ccrontabs.kb.io"}) {
-					t.Errorf("webhookdefinitions %v, want only the conversion webhook", got)
+				if got := definitionNames(whi); !slices.Equal(got, []string{"ccrontabs.kb.io", "vcrontab.kb.io", "mcrontab.kb.io", "mpolicy.crontab.example.com"}) {
+					t.Errorf("webhookdefinitions %v, want all four", got)
+				}
+				base, err := Load(bundleDir)
+				if err != nil {
+					t.Fatal(err)
+				}
+				want := append(base.CSV.Spec.WebhookDefinitions, everyAdmissionField())
+				for i, d := range whi.Spec.WebhookDefinitions {
+					if diff := cmp.Diff(want[i], d.ToWebhookDescription()); diff != "" {
+						t.Errorf("webhook %s changed (-CSV +install):\n%s", d.GenerateName, diff)
+					}
+				}
+				if got := deploymentNames(whi); !slices.Equal(got, []string{"crontab-controller-manager", "crontab-webhook"}) {
+					t.Errorf("deployments %v, want both: each serves a webhook", got)
 				}
 			},
 		},
 		{
-			name: "deployment selection: every conversion webhook's deployment, in CSV order, no other",
+			name: "an admission webhook without rules",
+			mutate: func(in *Input, _ *Options) {
+				in.CSV.Spec.WebhookDefinitions[1].Rules = nil
+			},
+			err: "CSV crontab-operator.v1.1.0, webhook vcrontab.kb.io: an admission webhook needs at least one rule",
+		},
+		{
+			name: "sideEffects Some",
+			mutate: func(in *Input, _ *Options) {
+				in.CSV.Spec.WebhookDefinitions[2].SideEffects = ptrTo(admissionregistrationv1.SideEffectClassSome)
+			},
+			err: "webhook mcrontab.kb.io: sideEffects is Some; an admission webhook needs None or NoneOnDryRun: admissionregistration.k8s.io/v1 refuses Some and Unknown",
+		},
+		{
+			name:   "sideEffects unset",
+			mutate: func(in *Input, _ *Options) { in.CSV.Spec.WebhookDefinitions[1].SideEffects = nil },
+			err:    "webhook vcrontab.kb.io: sideEffects is unset; an admission webhook needs None or NoneOnDryRun",
+		},
+		{
+			name: "a rule with no operations",
+			mutate: func(in *Input, _ *Options) {
+				in.CSV.Spec.WebhookDefinitions[1].Rules[0].Operations = nil
+			},
+			err: "webhook vcrontab.kb.io, rule 1: no operations",
+		},
+		{
+			name: "an unknown operation",
+			mutate: func(in *Input, _ *Options) {
+				in.CSV.Spec.WebhookDefinitions[1].Rules[0].Operations = []admissionregistrationv1.OperationType{"PATCH"}
+			},
+			err: `webhook vcrontab.kb.io, rule 1: operation "PATCH" is none of CREATE, UPDATE, DELETE, CONNECT and '*'`,
+		},
+		{
+			name: "timeoutSeconds out of range",
+			mutate: func(in *Input, _ *Options) {
+				in.CSV.Spec.WebhookDefinitions[2].TimeoutSeconds = ptrTo[int32](31)
+			},
+			err: "webhook mcrontab.kb.io: timeoutSeconds 31 is out of the 1 to 30 the API server allows",
+		},
+		{
+			name:   "an admission webhook named with two DNS segments",
+			mutate: func(in *Input, _ *Options) { in.CSV.Spec.WebhookDefinitions[1].GenerateName = "vcrontab.io" },
+			err:    "webhook vcrontab.io: an admission webhook's generateName is its webhook name, which the API server requires to be a fully qualified name of at least three DNS segments",
+		},
+		{
+			name: "a webhookPath segment the API server refuses",
+			mutate: func(in *Input, _ *Options) {
+				in.CSV.Spec.WebhookDefinitions[1].WebhookPath = ptrTo("/validate_CronTab")
+			},
+			err: `webhook vcrontab.kb.io: webhookPath "/validate_CronTab": each segment must be a DNS subdomain`,
+		},
+		{
+			name: "fields OLM ignores for a type are dropped, each named",
+			mutate: func(in *Input, _ *Options) {
+				in.CSV.Spec.WebhookDefinitions[0].ReinvocationPolicy = ptrTo(admissionregistrationv1.NeverReinvocationPolicy)
+				in.CSV.Spec.WebhookDefinitions[1].ReinvocationPolicy = ptrTo(admissionregistrationv1.IfNeededReinvocationPolicy)
+				in.CSV.Spec.WebhookDefinitions[1].ConversionCRDs = []string{"crontabs.stable.example.com"}
+			},
+			warnings: []string{
+				"webhook ccrontabs.kb.io: reinvocationPolicy dropped: it applies only to a MutatingAdmissionWebhook (OLM ignores it on a ConversionWebhook)",
+				"webhook vcrontab.kb.io: reinvocationPolicy dropped: it applies only to a MutatingAdmissionWebhook (OLM ignores it on a ValidatingAdmissionWebhook)",
+				"webhook vcrontab.kb.io: conversionCRDs dropped: they apply only to a ConversionWebhook",
+			},
+			check: func(t *testing.T, whi *v1alpha1.WebhookInstall) {
+				for _, d := range whi.Spec.WebhookDefinitions[:2] {
+					if d.ReinvocationPolicy != nil {
+						t.Errorf("webhook %s kept reinvocationPolicy", d.GenerateName)
+					}
+				}
+				if got := whi.Spec.WebhookDefinitions[1].ConversionCRDs; got != nil {
+					t.Errorf("validating webhook kept conversionCRDs %v", got)
+				}
+			},
+		},
+		{
+			name: "admissionReviewVersions of an admission webhook reduced to what the API server speaks",
+			mutate: func(in *Input, _ *Options) {
+				in.CSV.Spec.WebhookDefinitions[2].AdmissionReviewVersions = []string{"v2", "v1"}
+			},
+			warnings: []string{"webhook mcrontab.kb.io: admissionReviewVersions [v2 v1] reduced to [v1], the AdmissionReview versions the API server speaks"},
+		},
+		{
+			name: "deployment selection: every webhook's deployment, in CSV order, no other",
 			mutate: func(in *Input, _ *Options) {
 				spec := &in.CSV.Spec.InstallStrategy.StrategySpec
 				extra := *deployment(in.CSV, "crontab-controller-manager")
@@ -337,7 +429,7 @@ func TestConvert(t *testing.T) {
 				in.CSV.Spec.WebhookDefinitions = append(in.CSV.Spec.WebhookDefinitions,
 					conversion("ccrontabpolicies.kb.io", "crontab-controller-manager", "crontabpolicies.stable.example.com"))
 			},
-			warnings: []string{"deployment crontab-metrics-exporter not carried over: it serves no conversion webhook",
+			warnings: []string{"deployment crontab-metrics-exporter not carried over: it serves no webhook",
 				"RBAC of service account crontab-controller-manager (deployment crontab-controller-manager) not carried over from install.spec.permissions and clusterPermissions"},
 			check: func(t *testing.T, whi *v1alpha1.WebhookInstall) {
 				if got := deploymentNames(whi); !slices.Equal(got, []string{"crontab-controller-manager", "crontab-webhook"}) {
@@ -380,16 +472,24 @@ func TestConvert(t *testing.T) {
 			},
 		},
 		{
-			name: "no conversion webhook",
+			name: "no conversion webhook: the admission webhooks are imported, no CRD is owned",
 			mutate: func(in *Input, _ *Options) {
 				in.CSV.Spec.WebhookDefinitions = in.CSV.Spec.WebhookDefinitions[1:]
 			},
-			err: "CSV crontab-operator.v1.1.0 declares no ConversionWebhook in spec.webhookdefinitions (it has only vcrontab.kb.io (ValidatingAdmissionWebhook))",
+			warnings: []string{"owned CRD crontabs.stable.example.com not carried over: no conversion webhook converts it"},
+			check: func(t *testing.T, whi *v1alpha1.WebhookInstall) {
+				if got := definitionNames(whi); !slices.Equal(got, []string{"vcrontab.kb.io", "mcrontab.kb.io"}) {
+					t.Errorf("webhookdefinitions %v, want the two admission webhooks", got)
+				}
+				if got := ownedNames(whi); len(got) != 0 {
+					t.Errorf("owned CRDs %v, want none", got)
+				}
+			},
 		},
 		{
 			name:   "no webhookdefinitions at all",
 			mutate: func(in *Input, _ *Options) { in.CSV.Spec.WebhookDefinitions = nil },
-			err:    "(it has no webhookdefinitions)",
+			err:    "CSV crontab-operator.v1.1.0 declares no webhook in spec.webhookdefinitions",
 		},
 		{
 			name: "conversion CRD missing from owned, known from the bundle",
@@ -451,7 +551,7 @@ func TestConvert(t *testing.T) {
 			mutate: func(in *Input, _ *Options) {
 				in.CSV.Spec.InstallModes = []operatorsv1alpha1.InstallMode{{Type: operatorsv1alpha1.InstallModeTypeOwnNamespace, Supported: true}}
 			},
-			warnings: []string{"installModes changed to support AllNamespaces only, as a conversion webhook serves every namespace (OwnNamespace supported: true → false; added AllNamespaces)"},
+			warnings: []string{"installModes changed to support AllNamespaces only, as webhooks serve every namespace (OwnNamespace supported: true → false; added AllNamespaces)"},
 			check: func(t *testing.T, whi *v1alpha1.WebhookInstall) {
 				want := []operatorsv1alpha1.InstallMode{{Type: operatorsv1alpha1.InstallModeTypeOwnNamespace}, {Type: operatorsv1alpha1.InstallModeTypeAllNamespaces, Supported: true}}
 				if diff := cmp.Diff(want, whi.Spec.InstallModes); diff != "" {
@@ -546,7 +646,9 @@ func TestConvert(t *testing.T) {
 func TestAdmissionCheckBites(t *testing.T) {
 	_, out, _ := run(bundleDir)
 	for _, tc := range []struct{ from, to, message string }{
-		{"type: ConversionWebhook", "type: ValidatingAdmissionWebhook", "only type ConversionWebhook is supported yet"},
+		{"type: ConversionWebhook", "type: ValidatingAdmissionWebhook", "conversionCRDs applies only to ConversionWebhook"},
+		{"    type: MutatingAdmissionWebhook", "    reinvocationPolicy: IfNeeded\n    type: ValidatingAdmissionWebhook", "reinvocationPolicy applies only to MutatingAdmissionWebhook"},
+		{"    type: MutatingAdmissionWebhook", "    sideEffects: Some\n    type: MutatingAdmissionWebhook", "an admission webhook needs sideEffects None or NoneOnDryRun"},
 		{"deploymentName: crontab-webhook", "deploymentName: elsewhere", "every webhookdefinitions[].deploymentName must name a deployment"},
 		{"  - supported: true\n    type: AllNamespaces", "  - supported: false\n    type: AllNamespaces", "installModes must support AllNamespaces and no other mode"},
 	} {
@@ -629,6 +731,30 @@ func volumeNames(pod corev1.PodSpec) []string {
 }
 
 func ptrTo[T any](v T) *T { return &v }
+
+// everyAdmissionField is a mutating webhook with every field a CSV's
+// WebhookDescription has for one.
+func everyAdmissionField() operatorsv1alpha1.WebhookDescription {
+	return operatorsv1alpha1.WebhookDescription{
+		GenerateName: "mpolicy.crontab.example.com", Type: operatorsv1alpha1.MutatingAdmissionWebhook,
+		DeploymentName: "crontab-controller-manager", ContainerPort: 8443, TargetPort: ptrTo(intstr.FromString("webhook")),
+		AdmissionReviewVersions: []string{"v1", "v1beta1"}, WebhookPath: ptrTo("/mutate-stable-example-com-v1-crontabpolicy"),
+		Rules: []admissionregistrationv1.RuleWithOperations{{
+			Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create, admissionregistrationv1.Update},
+			Rule: admissionregistrationv1.Rule{
+				APIGroups: []string{"stable.example.com"}, APIVersions: []string{"v1"}, Resources: []string{"crontabpolicies", "crontabpolicies/status"},
+				Scope: ptrTo(admissionregistrationv1.NamespacedScope),
+			},
+		}},
+		FailurePolicy: ptrTo(admissionregistrationv1.Ignore), MatchPolicy: ptrTo(admissionregistrationv1.Exact),
+		ObjectSelector: &metav1.LabelSelector{
+			MatchLabels:      map[string]string{"app.kubernetes.io/part-of": "crontab"},
+			MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "tier", Operator: metav1.LabelSelectorOpIn, Values: []string{"gold", "silver"}}},
+		},
+		SideEffects: ptrTo(admissionregistrationv1.SideEffectClassNoneOnDryRun), TimeoutSeconds: ptrTo[int32](7),
+		ReinvocationPolicy: ptrTo(admissionregistrationv1.IfNeededReinvocationPolicy),
+	}
+}
 
 // TestFixtureIsAValidBundle keeps the fixture honest: operator-framework's
 // own bundle validators accept it.

@@ -14,21 +14,23 @@ import (
 
 const usage = `usage: hookwright import-csv [--namespace NS] [--name NAME] [--versioned] [-o FILE] <CSV file or bundle dir>
 
-Writes a WebhookInstall for an OLM operator's conversion webhooks, read from
+Writes a WebhookInstall for an OLM operator's webhooks, read from
 its ClusterServiceVersion: a bundle directory (the one holding manifests/ and
 metadata/) or a YAML file with the CSV (and, optionally, its CRDs).
 
 What is carried over:
   displayName, version        as in the CSV
   installModes                as in the CSV, made to support AllNamespaces only
-  webhookdefinitions          the ConversionWebhook entries
-  install.spec.deployments    only the deployments those webhooks name, without
+  webhookdefinitions          every entry, of all three types (ConversionWebhook,
+                              ValidatingAdmissionWebhook, MutatingAdmissionWebhook)
+  install.spec.deployments    only the deployments the webhooks name, without
                               OLM-internal labels and annotations and without
                               Secret volumes mounted at the serving-certificate
                               directories (Hookwright mounts its own there)
   customresourcedefinitions   only the owned CRDs a conversion webhook converts
-Left out, with a warning each on stderr: Validating and Mutating webhooks,
-other deployments, other owned CRDs, required CRDs, permissions and
+Left out, with a warning each on stderr: fields OLM ignores too
+(reinvocationPolicy of a validating webhook, conversionCRDs of an admission
+webhook), other deployments, other owned CRDs, required CRDs, permissions and
 clusterPermissions (Hookwright grants no RBAC), apiservicedefinitions, skips,
 the bundle's CRDs and other objects. No Secret and no CSV annotation is copied.
 
