@@ -34,12 +34,27 @@ var (
 		Name: "hookwright_claims_refused_total",
 		Help: "CRD claims Hookwright refused to make on an install's behalf, by reason.",
 	}, []string{"reason"})
+	admissionVerificationsTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "hookwright_admission_verifications_total",
+		Help: "Requests through the API server made to verify an admission webhook, by webhook type and result (success, failure, unverifiable).",
+	}, []string{"type", "result"})
+	admissionDriftRestores = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "hookwright_admission_drift_restores_total",
+		Help: "Admission configurations Hookwright rewrote because another field manager had changed a webhook it configured, by webhook type.",
+	}, []string{"type"})
 )
 
 func init() {
-	ctrlmetrics.Registry.MustRegister(certificateExpiry, rotationsTotal, rotationDuration, verificationsTotal, admissionGuardInForce, claimsRefused)
+	ctrlmetrics.Registry.MustRegister(certificateExpiry, rotationsTotal, rotationDuration, verificationsTotal, admissionGuardInForce, claimsRefused,
+		admissionVerificationsTotal, admissionDriftRestores)
 	// Alerts use increase(): a series must exist at 0 before its first event.
 	claimsRefused.WithLabelValues(v1alpha1.ReasonAdmissionGuardNotInForce)
+	for _, kind := range admissionKinds {
+		for _, result := range []string{"success", "failure", "unverifiable"} {
+			admissionVerificationsTotal.WithLabelValues(string(kind), result)
+		}
+		admissionDriftRestores.WithLabelValues(string(kind))
+	}
 }
 
 // observeStatusMetrics publishes what a written status says.

@@ -21,6 +21,11 @@ type installState struct {
 
 	crds     []*crdState // every conversion CRD, in spec order
 	services map[string]*serviceCerts
+	// admission are the admission webhooks, validating then mutating,
+	// each in spec order, with their live configurations (read before the
+	// certificates step, so a CA rotation sees their caBundles too).
+	// Empty while the install is deleted or replaced.
+	admission []*admissionState
 
 	// keepOnly: the install is deleted or replaced, and maintains only the
 	// webhooks of the CRDs it keeps serving (keepalive.go).

@@ -15,6 +15,16 @@ const (
 	// TypeConversionContested is True when another field manager keeps
 	// rewriting a CRD's conversion that Hookwright restores (a fight).
 	TypeConversionContested = "ConversionContested"
+	// TypeAdmissionConfigured is True when every admission webhook is
+	// registered in the install's admission configurations, calling its
+	// Service with the current caBundle (True too when there is none).
+	TypeAdmissionConfigured = "AdmissionConfigured"
+	// TypeAdmissionVerified is True when the API server called every
+	// admission webhook through its configuration (True too when there is none).
+	TypeAdmissionVerified = "AdmissionVerified"
+	// TypeAdmissionContested is True when another field manager keeps
+	// rewriting an admission webhook's clientConfig that Hookwright restores.
+	TypeAdmissionContested = "AdmissionContested"
 )
 
 // Condition and phase reasons.
@@ -69,7 +79,9 @@ const (
 	// workloads are removed and it can be deleted.
 	ReasonReplaced = "Replaced"
 	// ReasonNameTaken: a Deployment, Service or Secret this install needs
-	// belongs to another WebhookInstall that this one does not replace.
+	// belongs to another WebhookInstall that this one does not replace, or
+	// an admission configuration of the install's derived name exists and
+	// is another install's or not Hookwright's at all.
 	ReasonNameTaken = "NameTaken"
 	// ReasonKeptAlive: the install no longer lists (deleted, replaced, or a
 	// new version dropped) CRDs whose conversion None would make unreadable,
@@ -91,4 +103,7 @@ const (
 	// ReasonCRDNotAllowed: the install lists one of Hookwright's own CRDs,
 	// which no install may convert.
 	ReasonCRDNotAllowed = "CRDNotAllowed"
+	// ReasonAdmissionNotVerified: admission webhooks are registered but the
+	// API server has not called them through their configuration yet.
+	ReasonAdmissionNotVerified = "AdmissionNotVerified"
 )

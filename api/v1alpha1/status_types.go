@@ -41,7 +41,8 @@ type WebhookInstallStatus struct {
 	// +optional
 	Message string `json:"message,omitempty"`
 	// Conditions: Ready, CertificatesReady, WebhooksAvailable,
-	// ConversionConfigured, ConversionVerified, ConversionContested.
+	// ConversionConfigured, ConversionVerified, ConversionContested,
+	// AdmissionConfigured, AdmissionVerified, AdmissionContested.
 	// +listType=map
 	// +listMapKey=type
 	// +optional
@@ -71,6 +72,13 @@ type WebhookInstallStatus struct {
 	// +listMapKey=name
 	// +optional
 	ConversionCRDs []ConversionCRDStatus `json:"conversionCRDs,omitempty"`
+	// AdmissionWebhooks lists each admission webhook (a
+	// ValidatingAdmissionWebhook or MutatingAdmissionWebhook
+	// webhookdefinition) and its state.
+	// +listType=map
+	// +listMapKey=name
+	// +optional
+	AdmissionWebhooks []AdmissionWebhookStatus `json:"admissionWebhooks,omitempty"`
 }
 
 // ServiceStatus describes one webhook Service's certificates. Only public
@@ -121,6 +129,66 @@ type ConversionCRDStatus struct {
 	// +optional
 	DriftRestores int32 `json:"driftRestores,omitempty"`
 	// LastDriftManager is the field manager that last changed the conversion.
+	// +optional
+	LastDriftManager string `json:"lastDriftManager,omitempty"`
+	// DriftWindowStart is when the current fight window began.
+	// +optional
+	DriftWindowStart *metav1.Time `json:"driftWindowStart,omitempty"`
+}
+
+// AdmissionWebhookState is where an admission webhook stands.
+// +kubebuilder:validation:Enum=Pending;Registered;Verified;Unverified;Failed
+type AdmissionWebhookState string
+
+const (
+	// AdmissionPending: not registered yet (its Deployment is not
+	// available yet, or an earlier step stopped the install).
+	AdmissionPending AdmissionWebhookState = "Pending"
+	// AdmissionRegistered: its configuration calls its Service with the
+	// current caBundle; not verified (yet) through the API server.
+	AdmissionRegistered AdmissionWebhookState = "Registered"
+	// AdmissionVerified: the API server called it through its
+	// configuration and trusted its serving certificate.
+	AdmissionVerified AdmissionWebhookState = "Verified"
+	// AdmissionUnverified: registered, but no request could exercise it
+	// (the message says why).
+	AdmissionUnverified AdmissionWebhookState = "Unverified"
+	// AdmissionFailed: it could not be registered, or the API server could
+	// not call it (verifyReason says why).
+	AdmissionFailed AdmissionWebhookState = "Failed"
+)
+
+// AdmissionWebhookStatus is the state of one admission webhook.
+type AdmissionWebhookStatus struct {
+	// Name of the webhook (its generateName), as in its configuration.
+	Name string `json:"name"`
+	// Type: ValidatingAdmissionWebhook or MutatingAdmissionWebhook.
+	// +kubebuilder:validation:Enum=ValidatingAdmissionWebhook;MutatingAdmissionWebhook
+	Type string `json:"type"`
+	// Configuration is the name of the ValidatingWebhookConfiguration or
+	// MutatingWebhookConfiguration that registers it.
+	Configuration string `json:"configuration"`
+	// State of the webhook.
+	State AdmissionWebhookState `json:"state"`
+	// Message explains the state.
+	// +optional
+	Message string `json:"message,omitempty"`
+	// VerifyReason is why verification failed or could not run (a Reason
+	// constant), when it did.
+	// +optional
+	VerifyReason string `json:"verifyReason,omitempty"`
+	// ExcludedNamespaces are the namespaces its namespaceSelector excludes
+	// so that it never locks out what runs it or Hookwright: kube-system and
+	// Hookwright's namespace always, and the install's namespace when its
+	// rules match a kind the webhook's pods depend on.
+	// +optional
+	ExcludedNamespaces []string `json:"excludedNamespaces,omitempty"`
+	// DriftRestores counts how often Hookwright restored this webhook's
+	// clientConfig (caBundle, service) after another field manager changed
+	// it, within the current fight window (10 minutes from the first restore).
+	// +optional
+	DriftRestores int32 `json:"driftRestores,omitempty"`
+	// LastDriftManager is the field manager that last changed it.
 	// +optional
 	LastDriftManager string `json:"lastDriftManager,omitempty"`
 	// DriftWindowStart is when the current fight window began.
