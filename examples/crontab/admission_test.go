@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -14,6 +16,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/yaml"
 
 	"github.com/hookwright/hookwright/examples/crontab"
 )
@@ -303,4 +306,31 @@ func TestAdmissionReviewsOverHTTP(t *testing.T) {
 			t.Errorf("status %s, want 404", resp.Status)
 		}
 	})
+}
+
+// The author guide applies these two files against the webhooks.
+func TestAdmissionTestdataDoWhatTheGuideSays(t *testing.T) {
+	load := func(name string) *unstructured.Unstructured {
+		t.Helper()
+		raw, err := os.ReadFile(filepath.Join("testdata", "admission", name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		obj := &unstructured.Unstructured{}
+		if err := yaml.Unmarshal(raw, &obj.Object); err != nil {
+			t.Fatal(err)
+		}
+		return obj
+	}
+	invalid := load("invalid-schedule.yaml")
+	if errs := crontab.Validate(invalid); len(errs) != 1 || !strings.Contains(errs[0].Error(), "hour: 25 is out of range 0-23") {
+		t.Errorf("invalid-schedule.yaml: %v, want the hour refused", errs)
+	}
+	noImage := load("no-image.yaml")
+	if errs := crontab.Validate(noImage); len(errs) != 0 {
+		t.Errorf("no-image.yaml refused: %v", errs)
+	}
+	if !crontab.SetDefaults(noImage) || noImage.Object["spec"].(map[string]any)["image"] != "example.com/crontab-runner:1.0" {
+		t.Errorf("no-image.yaml not defaulted to the image the guide prints: %v", noImage.Object["spec"])
+	}
 }
