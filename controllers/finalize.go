@@ -20,8 +20,8 @@ import (
 	"github.com/hookwright/hookwright/controllers/desired"
 )
 
-// finalize runs while the install is deleted: retire releases its CRD
-// claims, keeps serving those whose conversion None would make unreadable
+// finalize runs while the install is deleted: retire deletes its admission
+// configurations, releases its CRD claims, keeps serving those whose conversion None would make unreadable
 // (keepalive.go) until they are migrated or taken over, and only then
 // removes what the install made and lets the WebhookInstall go. A newer
 // install that replaces this one takes over the CRDs it lists first. Any
@@ -131,7 +131,10 @@ func pointsAtInstall(crd *apiextensionsv1.CustomResourceDefinition, install *v1a
 }
 
 // deleteOwned deletes the Deployments, Services and Secrets made for the
-// install. Owner references would let the garbage collector do it too;
+// install. Callers first make sure its admission configurations, which
+// call those Services, are gone (confirmAdmissionGone): with
+// failurePolicy Fail, a configuration calling a deleted Service would
+// refuse every request it matches. Owner references would let the garbage collector do it too;
 // deleting explicitly makes cleanup complete before the finalizer goes.
 // The list is live and each delete has the listed resourceVersion as a
 // precondition: an object a replacing install has just adopted (relabeled)

@@ -46,6 +46,17 @@ package controllers
 // claim, to refuse claims while it is not in force.
 // +kubebuilder:rbac:groups=admissionregistration.k8s.io,resources=validatingadmissionpolicies;validatingadmissionpolicybindings,verbs=get,resourceNames=hookwright-install-authority
 //
+// Admission configurations: each install's ValidatingWebhookConfiguration
+// and MutatingWebhookConfiguration (step_admission.go), cached by
+// Hookwright's label (list, watch) so drift wakes the install; read live
+// by name (get) when the cache has none of the install's derived name, so
+// a foreign one is never overwritten, and to confirm they are gone before
+// an install's workloads are removed; written with server-side apply
+// (patch, and create when an apply creates); deleted, with UID and
+// resourceVersion preconditions, when an install is deleted or replaced or
+// declares no admission webhook of that kind any more (admission_delete.go).
+// +kubebuilder:rbac:groups=admissionregistration.k8s.io,resources=validatingwebhookconfigurations;mutatingwebhookconfigurations,verbs=get;list;watch;create;patch;delete
+//
 // Events (events.k8s.io): created, and patched when a repeated event
 // becomes a series.
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch

@@ -37,6 +37,13 @@ const handoverRecheck = 5 * time.Second
 // Only when nothing converts through the install any more does a deleted
 // install remove its Deployments, Services, Secrets and ServiceAccounts and
 // let go, and a replaced one turn Replaced.
+//
+// Its admission configurations go first (admission_delete.go): a deleted
+// install's at once, a replaced install's once newer has succeeded (newer
+// registers its own, under its own name, before it can succeed: the
+// webhooks never go unregistered during an upgrade, and both versions see
+// requests meanwhile); and the Deployments, Services and Secrets they call
+// are removed only once a live read confirms they are gone.
 func (r *WebhookInstallReconciler) retire(ctx context.Context, s *installState, newer *v1alpha1.WebhookInstall) (ctrl.Result, error) {
 	deleting := !s.install.DeletionTimestamp.IsZero()
 	if deleting && !controllerutil.ContainsFinalizer(s.install, Finalizer) {
@@ -49,6 +56,17 @@ func (r *WebhookInstallReconciler) retire(ctx context.Context, s *installState, 
 	}
 	// A Replaced install owns nothing: its resyncs read only the cache.
 	replacedDone := !deleting && s.install.Status.Phase == v1alpha1.PhaseReplaced
+	newerDone := newer != nil && newer.Status.Phase == v1alpha1.PhaseSucceeded && newer.Status.ObservedGeneration == newer.Generation
+	switch {
+	case deleting:
+		if err := r.dropAdmission(ctx, s.install, "was deleted"); err != nil {
+			return ctrl.Result{}, err
+		}
+	case newerDone && !replacedDone:
+		if err := r.dropAdmission(ctx, s.install, "is replaced by WebhookInstall "+installRef(newer)+", which has succeeded"); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
 	names, err := r.claimedCRDNames(ctx, s.install)
 	if err != nil {
 		return ctrl.Result{}, err
@@ -123,15 +141,22 @@ func (r *WebhookInstallReconciler) retire(ctx context.Context, s *installState, 
 			"keeps its services while CRD(s) %v still convert through them: another install has claimed them and is pointing them at its own webhook", waiting))
 	}
 	if newer != nil {
-		newerDone := newer.Status.Phase == v1alpha1.PhaseSucceeded && newer.Status.ObservedGeneration == newer.Generation
 		if len(handing) > 0 || (!deleting && !newerDone) {
 			return ctrl.Result{}, r.writeReplacementStatus(ctx, s.install, v1alpha1.PhaseReplacing, v1alpha1.ReasonReplacing, replacingMessage(newer, handing))
 		}
 	}
 	if deleting {
-		return ctrl.Result{}, r.letGo(ctx, s)
+		return r.letGo(ctx, s)
 	}
 	if s.install.Status.Phase != v1alpha1.PhaseReplaced { // done once: a resync reads nothing live
+		left, err := r.confirmAdmissionGone(ctx, s.install, "is replaced by WebhookInstall "+installRef(newer)+", which has succeeded")
+		if err != nil {
+			return ctrl.Result{}, err
+		}
+		if left != "" {
+			return ctrl.Result{RequeueAfter: handoverRecheck}, r.writeReplacementStatus(ctx, s.install, v1alpha1.PhaseReplacing, v1alpha1.ReasonReplacing,
+				replacingMessage(newer, handing)+"; its workloads are removed once its admission configurations are gone: "+left)
+		}
 		if err := r.deleteOwned(ctx, s.install); err != nil {
 			return ctrl.Result{}, err
 		}
@@ -193,15 +218,25 @@ func (r *WebhookInstallReconciler) keepAlive(ctx context.Context, s *installStat
 	return ctrl.Result{RequeueAfter: r.nextPass(s)}, nil
 }
 
-// letGo removes what the deleted install made and its finalizer.
-func (r *WebhookInstallReconciler) letGo(ctx context.Context, s *installState) error {
+// letGo removes what the deleted install made and its finalizer: its
+// admission configurations first, then, once a live read confirms they are
+// gone, the Deployments, Services and Secrets they called.
+func (r *WebhookInstallReconciler) letGo(ctx context.Context, s *installState) (ctrl.Result, error) {
+	left, err := r.confirmAdmissionGone(ctx, s.install, "was deleted")
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if left != "" {
+		ctrl.LoggerFrom(ctx).Info("Waiting for the admission configurations to be gone before removing the webhooks they call", "left", left)
+		return ctrl.Result{RequeueAfter: handoverRecheck}, nil
+	}
 	if err := r.deleteOwned(ctx, s.install); err != nil {
-		return err
+		return ctrl.Result{}, err
 	}
 	forgetInstallMetrics(s.install)
 	patch := client.MergeFromWithOptions(s.install.DeepCopy(), client.MergeFromWithOptimisticLock{})
 	controllerutil.RemoveFinalizer(s.install, Finalizer)
-	return client.IgnoreNotFound(r.Client.Patch(ctx, s.install, patch, client.FieldOwner(desired.FieldManager)))
+	return ctrl.Result{}, client.IgnoreNotFound(r.Client.Patch(ctx, s.install, patch, client.FieldOwner(desired.FieldManager)))
 }
 
 // claimedCRDNames are the CRDs the install lists, then those it still

@@ -4,6 +4,7 @@ import (
 	"context"
 	"strings"
 
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -38,14 +39,19 @@ func crdMetadata() *metav1.PartialObjectMetadata {
 }
 
 // CacheOptions keeps the manager's memory flat in big clusters: only
-// Hookwright's own Deployments, Services and Secrets are cached (by
-// label), and CRDs are watched as metadata only (SetupWithManager).
+// Hookwright's own Deployments, Services, Secrets and admission
+// configurations are cached (by label), and CRDs are watched as metadata
+// only (SetupWithManager).
 func CacheOptions() cache.Options {
 	ours := labels.SelectorFromSet(labels.Set{desired.LabelManagedBy: desired.ManagedByValue})
 	return cache.Options{ByObject: map[client.Object]cache.ByObject{
 		&appsv1.Deployment{}: {Label: ours},
 		&corev1.Service{}:    {Label: ours},
 		&corev1.Secret{}:     {Label: ours},
+		// The installs' admission configurations; anyone else's are read
+		// live, by name, only when an install needs that name.
+		&admissionregistrationv1.ValidatingWebhookConfiguration{}: {Label: ours},
+		&admissionregistrationv1.MutatingWebhookConfiguration{}:   {Label: ours},
 	}}
 }
 
@@ -86,6 +92,10 @@ func (r *WebhookInstallReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		WatchesMetadata(&apiextensionsv1.CustomResourceDefinition{}, handler.EnqueueRequestsFromMapFunc(r.installsForCRD)).
 		// A replacement's progress (or deletion) wakes the install it replaces.
 		Watches(&v1alpha1.WebhookInstall{}, handler.EnqueueRequestsFromMapFunc(replacedInstall)).
+		// Admission configurations are cluster-scoped: no owner reference,
+		// the owner annotation names the install (drift wakes it).
+		Watches(&admissionregistrationv1.ValidatingWebhookConfiguration{}, handler.EnqueueRequestsFromMapFunc(ownerInstall)).
+		Watches(&admissionregistrationv1.MutatingWebhookConfiguration{}, handler.EnqueueRequestsFromMapFunc(ownerInstall)).
 		Complete(r)
 }
 
@@ -104,6 +114,16 @@ func (r *WebhookInstallReconciler) installsForCRD(ctx context.Context, crd clien
 		requests = append(requests, reconcile.Request{NamespacedName: client.ObjectKey{Namespace: ns, Name: name}})
 	}
 	return requests
+}
+
+// ownerInstall maps a cluster-scoped object to the install its owner
+// annotation names.
+func ownerInstall(_ context.Context, obj client.Object) []reconcile.Request {
+	ns, name, ok := strings.Cut(obj.GetAnnotations()[v1alpha1.AnnotationOwner], "/")
+	if !ok {
+		return nil
+	}
+	return []reconcile.Request{{NamespacedName: client.ObjectKey{Namespace: ns, Name: name}}}
 }
 
 // replacedInstall maps an install to the one its spec.replaces names.

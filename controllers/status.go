@@ -86,6 +86,7 @@ func computeStatus(s *installState, stepErr error) v1alpha1.WebhookInstallStatus
 		driftStatus(s, c, &out)
 		st.ConversionCRDs = append(st.ConversionCRDs, out)
 	}
+	st.AdmissionWebhooks = admissionStatuses(s)
 	st.Rotations = rotationHistory(s)
 	st.HandledRotationRequest = prev.HandledRotationRequest
 	if s.handledRequest != "" {
@@ -118,6 +119,7 @@ func computeStatus(s *installState, stepErr error) v1alpha1.WebhookInstallStatus
 		}
 		return waiting("")
 	})
+	setAdmissionConditions(&st, s, waiting)
 	setCondition(&st, s.install.Generation, v1alpha1.TypeReady, st.Phase == v1alpha1.PhaseSucceeded, st.Message, func(string) (string, string) { return st.Reason, st.Message })
 	if fight := contested(&st); fight != "" {
 		meta.SetStatusCondition(&st.Conditions, metav1.Condition{Type: v1alpha1.TypeConversionContested, Status: metav1.ConditionTrue,
@@ -142,6 +144,11 @@ func phaseOf(s *installState, stepErr error) (v1alpha1.InstallPhase, string, str
 	if reason, failed := conversionFailure(s); failed != "" {
 		return v1alpha1.PhaseFailed, reason, failed
 	}
+	// An admission webhook that failed fails the install too; the install
+	// succeeds only once every admission webhook is registered.
+	if phase, reason, message, ok := admissionPhase(s); !ok && phase == v1alpha1.PhaseFailed {
+		return phase, reason, message
+	}
 	for _, c := range s.crds {
 		// A caBundle rewritten during a rotation of a Succeeded install is
 		// re-verified on the next pass; the install does not go back to
@@ -151,7 +158,10 @@ func phaseOf(s *installState, stepErr error) (v1alpha1.InstallPhase, string, str
 			return v1alpha1.PhaseInstalling, v1alpha1.ReasonInProgress, "conversion configured; verifying it through the API server"
 		}
 	}
-	return v1alpha1.PhaseSucceeded, v1alpha1.ReasonSucceeded, fmt.Sprintf("%d conversion CRD(s) served by their webhooks", len(s.crds))
+	if phase, reason, message, ok := admissionPhase(s); !ok {
+		return phase, reason, message
+	}
+	return v1alpha1.PhaseSucceeded, v1alpha1.ReasonSucceeded, fmt.Sprintf("%d conversion CRD(s) served by their webhooks", len(s.crds)) + admissionSummary(s)
 }
 
 func setCondition(st *v1alpha1.WebhookInstallStatus, generation int64, conditionType string, ok bool, okMessage string, notOK func(string) (string, string)) {

@@ -75,7 +75,8 @@ func (r *WebhookInstallReconciler) Reconcile(ctx context.Context, req ctrl.Reque
 	}
 
 	var stepErr error
-	for _, run := range []step{r.releaseDropped, r.preflight, r.claimOwnership, r.ensureCertificates, r.ensureWorkloads, r.configureConversion, r.verifyConversion} {
+	for _, run := range []step{r.releaseDropped, r.preflight, r.observeAdmission, r.claimOwnership, r.ensureCertificates, r.ensureWorkloads,
+		r.configureConversion, r.configureAdmission, r.verifyConversion} {
 		if stepErr = run(ctx, s); stepErr != nil || s.halt != nil {
 			break
 		}
@@ -91,7 +92,8 @@ func (r *WebhookInstallReconciler) Reconcile(ctx context.Context, req ctrl.Reque
 
 // nextPass is when to look again without an event: soon when a step asked
 // for it, else at the next certificate renewal, or when a drift window
-// closes (so ConversionContested clears once a fight has stopped).
+// closes (so ConversionContested and AdmissionContested clear once a
+// fight has stopped).
 func (r *WebhookInstallReconciler) nextPass(s *installState) time.Duration {
 	next := s.retryAfter
 	consider := func(until time.Duration) {
@@ -107,6 +109,9 @@ func (r *WebhookInstallReconciler) nextPass(s *installState) time.Duration {
 		if c.DriftWindowStart != nil {
 			consider(c.DriftWindowStart.Add(fightWindow + time.Second).Sub(now))
 		}
+	}
+	for _, closes := range admissionWindows(s) {
+		consider(closes.Sub(now))
 	}
 	return next
 }
