@@ -2,16 +2,21 @@ package controllers_test
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	operatorsv1alpha1 "github.com/operator-framework/api/pkg/operators/v1alpha1"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1alpha1 "github.com/hookwright/hookwright/api/v1alpha1"
@@ -34,6 +39,15 @@ var _ = Describe("The admission guard: a WebhookInstall makes Hookwright do noth
 				Verbs: []string{"create", "update", "patch", "delete", "get", "list", "watch"},
 			}},
 		})).To(Succeed())
+
+		// The API server enforces a new policy once it has loaded it,
+		// about a second after it is created with the suite's cluster: a
+		// spec that ran first would race it.
+		ns, _, crdName := widgetNamespace(ctx)
+		probe := namespaceEditor(ctx, ns, "guard-probe-"+ns)
+		Eventually(func() error {
+			return probe.Create(ctx, newInstall(ns, "probe", "widget-webhook", crdName), client.DryRunAll)
+		}).Should(MatchError(ContainSubstring("hookwright-install-authority")))
 	})
 
 	It("refuses a namespace editor every CRD it may not patch, naming the permission, and touches none of them", func(ctx context.Context) {
@@ -109,6 +123,82 @@ var _ = Describe("The admission guard: a WebhookInstall makes Hookwright do noth
 		Eventually(func() error {
 			return installer.Create(ctx, newInstall(ns, "workloads", "widget-webhook", crdName))
 		}).Should(MatchError(ContainSubstring("may not create services there")))
+	})
+
+	It("refuses a user who may not create and patch the admission configurations an install registers, on create and on a spec edit, naming the permission", func(ctx context.Context) {
+		ns, group, crdName := widgetNamespace(ctx)
+		user := "admission-" + ns
+		// Everything else an install needs: installs, Deployments and
+		// Services in ns, patch on the CRD the plain install converts.
+		author := namespaceEditor(ctx, ns, user)
+		grantCRDPatch(ctx, user, crdName)
+		const validatingConfigs = "validatingwebhookconfigurations.admissionregistration.k8s.io"
+		const mutatingConfigs = "mutatingwebhookconfigurations.admissionregistration.k8s.io"
+
+		By("a validating webhook without create on ValidatingWebhookConfigurations: refused, though patch is granted")
+		grantClusterWide(ctx, user, rbacv1.PolicyRule{
+			APIGroups: []string{"admissionregistration.k8s.io"}, Resources: []string{"validatingwebhookconfigurations"}, Verbs: []string{"patch"},
+		})
+		var err error
+		Eventually(func() error {
+			err = author.Create(ctx, admissionOnly(newInstall(ns, "validating", "validating-webhook", crdName), group, operatorsv1alpha1.ValidatingAdmissionWebhook))
+			return err
+		}).Should(MatchError(ContainSubstring(user + " may not create " + validatingConfigs)))
+		Expect(apierrors.IsForbidden(err)).To(BeTrue(), "%v", err)
+		Expect(err.Error()).To(ContainSubstring("hookwright-install-authority"), "the message names the policy")
+		Expect(err.Error()).To(ContainSubstring("Ask a cluster admin for create and patch on " + validatingConfigs))
+
+		By("the same user may create the install without it, but not add it by a spec edit")
+		Expect(author.Create(ctx, newInstall(ns, "plain", "widget-webhook", crdName))).To(Succeed(), "everything else is allowed")
+		Eventually(func() bool {
+			whi := &v1alpha1.WebhookInstall{}
+			if err = author.Get(ctx, client.ObjectKey{Namespace: ns, Name: "plain"}, whi); err != nil {
+				return false
+			}
+			err = author.Update(ctx, withAdmissionWebhook(whi, group, operatorsv1alpha1.ValidatingAdmissionWebhook))
+			return !apierrors.IsConflict(err) // the operator writes the install meanwhile
+		}).Should(BeTrue())
+		Expect(apierrors.IsForbidden(err)).To(BeTrue(), "%v", err)
+		Expect(err.Error()).To(ContainSubstring(user + " may not create " + validatingConfigs))
+
+		By("create without patch: refused, naming patch")
+		grantClusterWide(ctx, user, rbacv1.PolicyRule{
+			APIGroups: []string{"admissionregistration.k8s.io"}, Resources: []string{"validatingwebhookconfigurations", "mutatingwebhookconfigurations"}, Verbs: []string{"create"},
+		})
+		Eventually(func() error {
+			return author.Create(ctx, admissionOnly(newInstall(ns, "mutating", "mutating-webhook", crdName), group, operatorsv1alpha1.MutatingAdmissionWebhook))
+		}).Should(MatchError(ContainSubstring(user + " may not patch " + mutatingConfigs)))
+
+		By("with create and patch on ValidatingWebhookConfigurations, the validating install is admitted; mutating still needs its own")
+		Eventually(func() error {
+			return author.Create(ctx, admissionOnly(newInstall(ns, "validating", "validating-webhook", crdName), group, operatorsv1alpha1.ValidatingAdmissionWebhook))
+		}).Should(Succeed())
+		Expect(author.Create(ctx, admissionOnly(newInstall(ns, "mutating", "mutating-webhook", crdName), group, operatorsv1alpha1.MutatingAdmissionWebhook))).
+			To(MatchError(ContainSubstring(user + " may not patch " + mutatingConfigs)))
+	})
+
+	It("admits, within the API server's CEL cost budget, an install that needs every check: 16 conversion CRDs and both admission kinds", func(ctx context.Context) {
+		ns, group, _ := widgetNamespace(ctx)
+		user := "everything-" + ns
+		author := namespaceEditor(ctx, ns, user)
+		grantClusterWide(ctx, user, rbacv1.PolicyRule{
+			APIGroups: []string{"apiextensions.k8s.io"}, Resources: []string{"customresourcedefinitions"}, Verbs: []string{"patch"},
+		})
+		grantClusterWide(ctx, user, rbacv1.PolicyRule{
+			APIGroups: []string{"admissionregistration.k8s.io"}, Resources: []string{"validatingwebhookconfigurations", "mutatingwebhookconfigurations"}, Verbs: []string{"create", "patch"},
+		})
+		// CRDs need not exist to be checked: the install waits for them.
+		whi := newInstall(ns, "everything", "widget-webhook", "things0."+group)
+		for i := 1; i < guard.MaxConversionCRDs; i++ {
+			name := fmt.Sprintf("things%d.%s", i, group)
+			whi.Spec.CustomResourceDefinitions.Owned = append(whi.Spec.CustomResourceDefinitions.Owned, v1alpha1.CRDDescription{Name: name, Version: "v1", Kind: "Thing"})
+			whi.Spec.WebhookDefinitions[0].ConversionCRDs = append(whi.Spec.WebhookDefinitions[0].ConversionCRDs, name)
+		}
+		whi = withAdmissionWebhook(whi, group, operatorsv1alpha1.ValidatingAdmissionWebhook)
+		mutating := withAdmissionWebhook(whi.DeepCopy(), group, operatorsv1alpha1.MutatingAdmissionWebhook).Spec.WebhookDefinitions[2]
+		mutating.GenerateName = "defaults.widgets." + group
+		whi.Spec.WebhookDefinitions = append(whi.Spec.WebhookDefinitions, mutating)
+		Eventually(func() error { return author.Create(ctx, whi) }).Should(Succeed())
 	})
 
 	It("lets finalizer and status writes through (from a Go client that re-serializes the spec), and refuses a spec edit by a user without the permissions", func(ctx context.Context) {
@@ -260,6 +350,42 @@ func grantCRDPatch(ctx context.Context, user, crdName string) {
 		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role.Name},
 		Subjects:   []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: user}},
 	})).To(Succeed())
+}
+
+// grantClusterWide gives user one more cluster-wide rule.
+func grantClusterWide(ctx context.Context, user string, rule rbacv1.PolicyRule) {
+	role := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{GenerateName: user + "-"}, Rules: []rbacv1.PolicyRule{rule}}
+	Expect(k8s.Create(ctx, role)).To(Succeed())
+	Expect(k8s.Create(ctx, &rbacv1.ClusterRoleBinding{
+		ObjectMeta: metav1.ObjectMeta{GenerateName: user + "-"},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role.Name},
+		Subjects:   []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: user}},
+	})).To(Succeed())
+}
+
+// withAdmissionWebhook adds an admission webhook of kind to whi, served by
+// its first deployment, that sees only this spec's widgets (group) and is
+// ignored when it fails: registering it disturbs no other spec.
+func withAdmissionWebhook(whi *v1alpha1.WebhookInstall, group string, kind operatorsv1alpha1.WebhookAdmissionType) *v1alpha1.WebhookInstall {
+	whi.Spec.WebhookDefinitions = append(whi.Spec.WebhookDefinitions, v1alpha1.WebhookDefinition{
+		GenerateName: "admission.widgets." + group, Type: kind,
+		DeploymentName: whi.Spec.Install.Spec.Deployments[0].Name, ContainerPort: 443, TargetPort: ptr.To(intstr.FromInt32(9443)),
+		AdmissionReviewVersions: []string{"v1"}, WebhookPath: ptr.To("/validate-widgets"),
+		Rules: []v1alpha1.AdmissionRule{{
+			Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create},
+			APIGroups:  []string{group}, APIVersions: []string{"*"}, Resources: []string{"widgets"},
+		}},
+		FailurePolicy: ptr.To(admissionregistrationv1.Ignore), SideEffects: ptr.To(admissionregistrationv1.SideEffectClassNone),
+	})
+	return whi
+}
+
+// admissionOnly makes whi an install of one admission webhook of kind and
+// no conversion webhook.
+func admissionOnly(whi *v1alpha1.WebhookInstall, group string, kind operatorsv1alpha1.WebhookAdmissionType) *v1alpha1.WebhookInstall {
+	whi = withAdmissionWebhook(whi, group, kind)
+	whi.Spec.WebhookDefinitions = whi.Spec.WebhookDefinitions[1:]
+	return whi
 }
 
 // grantInNamespace gives user one more rule in ns.

@@ -44,6 +44,10 @@ func TestNotInForce(t *testing.T) {
 			p.Spec.Validations = p.Spec.Validations[1:]
 			return p, b
 		}, "validations"},
+		{"an admission configuration check dropped", func(p *admissionregistrationv1.ValidatingAdmissionPolicy, b *admissionregistrationv1.ValidatingAdmissionPolicyBinding) (*admissionregistrationv1.ValidatingAdmissionPolicy, *admissionregistrationv1.ValidatingAdmissionPolicyBinding) {
+			p.Spec.Validations = p.Spec.Validations[:len(p.Spec.Validations)-1]
+			return p, b
+		}, "validations"},
 		{"a check weakened", func(p *admissionregistrationv1.ValidatingAdmissionPolicy, b *admissionregistrationv1.ValidatingAdmissionPolicyBinding) (*admissionregistrationv1.ValidatingAdmissionPolicy, *admissionregistrationv1.ValidatingAdmissionPolicyBinding) {
 			p.Spec.Validations[0].Expression = "true"
 			return p, b
@@ -99,7 +103,56 @@ func TestPolicyChecksEveryCRDSlot(t *testing.T) {
 			t.Errorf("validation %d makes %d authorization checks, want 1: %s", i, n, v.Expression)
 		}
 	}
-	if got, want := len(p.Spec.Validations), MaxConversionCRDs+2; got != want {
-		t.Fatalf("%d validations, want one per CRD slot (%d) plus Deployments and Services", got, MaxConversionCRDs)
+	if got, want := len(p.Spec.Validations), MaxConversionCRDs+2+4; got != want {
+		t.Fatalf("%d validations, want one per CRD slot (%d) plus Deployments and Services plus create and patch on the two admission configuration kinds", got, MaxConversionCRDs)
+	}
+	// The API server's runtime budget per policy evaluation allows about
+	// 28 authorization checks (10M cost units, 350k each).
+	if n := strings.Count(strings.Join(expressions(p), "\n"), ".check("); n > 26 {
+		t.Fatalf("an evaluation may make %d authorization checks; the API server's budget allows about 28", n)
+	}
+}
+
+func expressions(p *admissionregistrationv1.ValidatingAdmissionPolicy) []string {
+	var out []string
+	for _, v := range p.Spec.Validations {
+		out = append(out, v.Expression)
+	}
+	return out
+}
+
+// TestPolicyChecksAdmissionConfigurations: an install with an admission
+// webhook needs create and patch on its kind of configuration, checked
+// only when it has one, each named in its message.
+func TestPolicyChecksAdmissionConfigurations(t *testing.T) {
+	p := Policy()
+	for _, kind := range []struct{ webhookType, resource string }{
+		{"ValidatingAdmissionWebhook", "validatingwebhookconfigurations"},
+		{"MutatingAdmissionWebhook", "mutatingwebhookconfigurations"},
+	} {
+		for _, verb := range []string{"create", "patch"} {
+			check := "authorizer.group('admissionregistration.k8s.io').resource('" + kind.resource + "').check('" + verb + "').allowed()"
+			found := 0
+			for _, v := range p.Spec.Validations {
+				if !strings.Contains(v.Expression, check) {
+					continue
+				}
+				found++
+				if !strings.HasPrefix(v.Expression, "!object.spec.webhookdefinitions.exists(w, w.type == '"+kind.webhookType+"') || ") {
+					t.Errorf("%s %s is checked unconditionally or on the wrong type: %s", verb, kind.resource, v.Expression)
+				}
+				for _, want := range []string{"request.userInfo.username", "may not " + verb + " " + kind.resource + ".admissionregistration.k8s.io", "Ask a cluster admin for create and patch"} {
+					if !strings.Contains(v.MessageExpression, want) {
+						t.Errorf("the message for %s %s lacks %q: %s", verb, kind.resource, want, v.MessageExpression)
+					}
+				}
+				if v.Reason == nil || *v.Reason != metav1.StatusReasonForbidden {
+					t.Errorf("%s %s: reason %v, want Forbidden", verb, kind.resource, v.Reason)
+				}
+			}
+			if found != 1 {
+				t.Errorf("%d validations check %s on %s, want 1", found, verb, kind.resource)
+			}
+		}
 	}
 }

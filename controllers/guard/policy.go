@@ -6,9 +6,13 @@
 // API server itself: creating or changing an install's spec requires that
 // the requesting user may patch every CRD the install converts (pointing
 // spec.conversion at a webhook hands it every object of that type, so it is
-// worth exactly that permission) and may create the Deployments and
-// Services it asks Hookwright to create. It is Kubernetes' own RBAC
-// escalation rule: nobody grants through Hookwright what they do not hold.
+// worth exactly that permission), may create the Deployments and Services
+// it asks Hookwright to create, and, for an install with a validating or
+// mutating admission webhook, may create and patch
+// ValidatingWebhookConfigurations or MutatingWebhookConfigurations
+// (registering an admission webhook hands it every request its rules
+// match, cluster-wide). It is Kubernetes' own RBAC escalation rule: nobody
+// grants through Hookwright what they do not hold.
 //
 // config/guard is generated from this file (`make manifests`), so the
 // manifests and the operator's in-force check cannot disagree.
@@ -29,7 +33,14 @@ const Name = "hookwright-install-authority"
 // gives an authorization check a fixed CEL cost that allows one or two per
 // expression and about 28 per policy evaluation, so the guard checks each
 // CRD in its own validation and the install's CRD rule caps their number.
+// With the two workload checks and the four admission configuration checks
+// an evaluation makes at most 22.
 const MaxConversionCRDs = 16
+
+// admissionVerbs are what a user needs on the admission configurations an
+// install registers webhooks in: Hookwright creates each configuration and
+// patches it on every change and CA rotation.
+var admissionVerbs = []string{"create", "patch"}
 
 // crdsVariable lists the CRDs the install converts: its owned CRDs that a
 // webhookdefinition names (the CRD's schema requires every conversion CRD
@@ -49,7 +60,7 @@ const authorityRequested = `request.operation == 'CREATE' || ` +
 
 // Policy is the guard's ValidatingAdmissionPolicy.
 func Policy() *admissionregistrationv1.ValidatingAdmissionPolicy {
-	validations := make([]admissionregistrationv1.Validation, 0, MaxConversionCRDs+2)
+	validations := make([]admissionregistrationv1.Validation, 0, MaxConversionCRDs+2+2*len(admissionVerbs))
 	for i := range MaxConversionCRDs {
 		crd := fmt.Sprintf("variables.conversionCRDs[%d]", i)
 		validations = append(validations, admissionregistrationv1.Validation{
@@ -75,6 +86,25 @@ func Policy() *admissionregistrationv1.ValidatingAdmissionPolicy {
 			Reason: ptr.To(metav1.StatusReasonForbidden),
 		})
 	}
+	// An install with an admission webhook of a kind makes Hookwright
+	// create and patch that kind's configuration: one check per
+	// validation, so each message names the one missing permission.
+	for _, kind := range []struct{ webhookType, resource, kind string }{
+		{"ValidatingAdmissionWebhook", "validatingwebhookconfigurations", "ValidatingWebhookConfiguration"},
+		{"MutatingAdmissionWebhook", "mutatingwebhookconfigurations", "MutatingWebhookConfiguration"},
+	} {
+		qualified := kind.resource + ".admissionregistration.k8s.io"
+		for _, verb := range admissionVerbs {
+			validations = append(validations, admissionregistrationv1.Validation{
+				Expression: fmt.Sprintf("!object.spec.webhookdefinitions.exists(w, w.type == '%s') || "+
+					"authorizer.group('admissionregistration.k8s.io').resource('%s').check('%s').allowed()", kind.webhookType, kind.resource, verb),
+				MessageExpression: fmt.Sprintf("'a WebhookInstall with a %s makes Hookwright register it in a %s, where it sees every request its rules match, cluster-wide, "+
+					"so it needs the permission to create and patch those: ' + request.userInfo.username + ' may not %s %s. "+
+					"Ask a cluster admin for create and patch on %s'", kind.webhookType, kind.kind, verb, qualified, qualified),
+				Reason: ptr.To(metav1.StatusReasonForbidden),
+			})
+		}
+	}
 	return &admissionregistrationv1.ValidatingAdmissionPolicy{
 		TypeMeta:   metav1.TypeMeta{APIVersion: admissionregistrationv1.SchemeGroupVersion.String(), Kind: "ValidatingAdmissionPolicy"},
 		ObjectMeta: metav1.ObjectMeta{Name: Name, Labels: map[string]string{"app.kubernetes.io/name": "hookwright"}},
@@ -98,8 +128,9 @@ func Policy() *admissionregistrationv1.ValidatingAdmissionPolicy {
 			// the rule does not match, and so do the certificate policy,
 			// version and display name, which grant nothing (and which a
 			// Go client re-serializes: "10m" comes back as "10m0s"). A new
-			// spec field that names something to run or to convert must be
-			// added here.
+			// spec field that names something to run, convert or register
+			// must be added here (admission webhooks are in
+			// webhookdefinitions, which is).
 			MatchConditions: []admissionregistrationv1.MatchCondition{{
 				Name:       "authority-requested",
 				Expression: authorityRequested,
