@@ -25,7 +25,7 @@ var _ = Describe("Admission webhooks on the test ground", func() {
 		validator := &testcluster.AdmissionReviewer{Name: "validator"}
 		mutator := &testcluster.AdmissionReviewer{Name: "mutator", Mutate: true}
 		cluster.Kubelet.Serve(f.ns, deployment, testcluster.HandlerHost{Handler: testcluster.WebhookMux{
-			Admission:  map[string]http.Handler{"/validate": validator, "/mutate": mutator},
+			Admission: map[string]http.Handler{"/validate": validator, "/mutate": mutator},
 		}})
 		serving, err := f.ca.IssueServing(certs.ServiceDNSNames(deployment, f.ns), certs.ECDSAP256, time.Hour, time.Now())
 		Expect(err).NotTo(HaveOccurred())
