@@ -91,4 +91,5 @@ func observeExpiry(install *v1alpha1.WebhookInstall, next v1alpha1.WebhookInstal
 // forgetInstallMetrics drops the series of a deleted install.
 func forgetInstallMetrics(install *v1alpha1.WebhookInstall) {
 	certificateExpiry.DeletePartialMatch(prometheus.Labels{"namespace": install.Namespace, "install": install.Name})
+	forgetInstallSeries(install)
 }

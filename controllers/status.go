@@ -28,6 +28,7 @@ func (r *WebhookInstallReconciler) writeStatus(ctx context.Context, s *installSt
 		old := s.install.Status
 		next := computeStatus(s, stepErr)
 		observeExpiry(s.install, next)
+		observeInstall(s.install, next)
 		if equality.Semantic.DeepEqual(old, next) {
 			return nil
 		}

@@ -46,6 +46,7 @@ func (r *WebhookInstallReconciler) configureConversion(ctx context.Context, s *i
 		if wasConfiguredByUs(s, c) {
 			if others := otherConversionManagers(c.crd); len(others) > 0 {
 				c.driftManager = strings.Join(others, ",")
+				conversionDriftRestores.Inc()
 				r.Recorder.Eventf(c.crd, s.install, corev1.EventTypeWarning, "ConversionDriftRestored", "Restore",
 					"spec.conversion of CRD %s was changed by field manager %q; Hookwright restored it (owner: WebhookInstall %s)", c.name, c.driftManager, installRef(s.install))
 			}

@@ -16,6 +16,8 @@ package main
 
 import (
 	"bytes"
+	_ "embed"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -26,6 +28,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"time"
 
 	semver "github.com/blang/semver/v4"
 	"github.com/operator-framework/api/pkg/lib/version"
@@ -64,6 +67,7 @@ func main() {
 	flag.StringVar(&opts.manifests, "manifests", "", "rendered config/default (kubectl kustomize config/default)")
 	flag.StringVar(&opts.samples, "samples", "", "rendered config/samples, for the CSV's alm-examples")
 	flag.StringVar(&opts.out, "out", ".", "repository root: bundle/ and bundle.Dockerfile are written there")
+	flag.StringVar(&opts.createdAt, "created-at", "", "the release date written in the CSV's createdAt (RFC 3339); fixed per release so that make verify reproduces the bundle")
 	flag.Parse()
 	if err := run(opts); err != nil {
 		fmt.Fprintln(os.Stderr, "bundlegen:", err)
@@ -72,7 +76,7 @@ func main() {
 }
 
 type options struct {
-	version, manifests, samples, out string
+	version, manifests, samples, out, createdAt string
 }
 
 // rendered is config/default sorted by what the bundle makes of it.
@@ -106,7 +110,10 @@ func run(opts options) error {
 	if err != nil {
 		return err
 	}
-	csv, err := clusterServiceVersion(v, r, samples)
+	if _, err := time.Parse(time.RFC3339, opts.createdAt); err != nil {
+		return fmt.Errorf("--created-at %q is not an RFC 3339 time: %w", opts.createdAt, err)
+	}
+	csv, err := clusterServiceVersion(v, r, samples, opts.createdAt)
 	if err != nil {
 		return err
 	}
@@ -273,7 +280,18 @@ func (r *rendered) permissions(kind string, roles map[string][]rbacv1.PolicyRule
 	return out, nil
 }
 
-func clusterServiceVersion(v semver.Version, r *rendered, samples []*unstructured.Unstructured) (map[string]any, error) {
+// icon is Hookwright's icon in the CSV (OperatorHub and the console show it).
+//
+//go:embed icon.svg
+var icon []byte
+
+// minKubeVersion is the oldest Kubernetes whose APIs Hookwright needs:
+// admissionregistration.k8s.io/v1 ValidatingAdmissionPolicy with the
+// authorizer library (GA in 1.30) for the escalation guard; CRD validation
+// rules (x-kubernetes-validations, GA in 1.29); events.k8s.io/v1 (1.19).
+const minKubeVersion = "1.30.0"
+
+func clusterServiceVersion(v semver.Version, r *rendered, samples []*unstructured.Unstructured, createdAt string) (map[string]any, error) {
 	dep := r.deployment
 	sa := dep.Spec.Template.Spec.ServiceAccountName
 	if !r.serviceAccounts[sa] {
@@ -309,6 +327,7 @@ func clusterServiceVersion(v semver.Version, r *rendered, samples []*unstructure
 				"capabilities":   "Basic Install",
 				"categories":     "Developer Tools,Security",
 				"containerImage": image,
+				"createdAt":      createdAt,
 				"description":    "Installs CRD conversion webhooks and issues and rotates their certificates.",
 				"repository":     repository,
 				"support":        "Hookwright maintainers",
@@ -320,7 +339,8 @@ func clusterServiceVersion(v semver.Version, r *rendered, samples []*unstructure
 			Description:    description,
 			Maturity:       "alpha",
 			Version:        version.OperatorVersion{Version: v},
-			MinKubeVersion: "1.30.0",
+			MinKubeVersion: minKubeVersion,
+			Icon:           []operatorsv1alpha1.Icon{{Data: base64.StdEncoding.EncodeToString(icon), MediaType: "image/svg+xml"}},
 			Keywords:       []string{"conversion", "webhook", "crd", "certificates", "rotation"},
 			Maintainers:    []operatorsv1alpha1.Maintainer{{Name: "Hookwright maintainers", Email: "maintainers@hookwright.dev"}},
 			Provider:       operatorsv1alpha1.AppLink{Name: "Hookwright", URL: repository},
@@ -380,6 +400,14 @@ the rollout.
 Install the CRD of the operator whose webhook you run, then create its
 WebhookInstall in the namespace the webhook should run in.`
 
+// x-descriptors the console understands.
+const (
+	text       = "urn:alm:descriptor:com.tectonic.ui:text"
+	hidden     = "urn:alm:descriptor:com.tectonic.ui:hidden"
+	fieldGroup = "urn:alm:descriptor:com.tectonic.ui:fieldGroup:"
+	select_    = "urn:alm:descriptor:com.tectonic.ui:select:"
+)
+
 func ownedCRDs() []operatorsv1alpha1.CRDDescription {
 	return []operatorsv1alpha1.CRDDescription{{
 		Name:        "webhookinstalls.operators.hookwright.dev",
@@ -395,16 +423,32 @@ func ownedCRDs() []operatorsv1alpha1.CRDDescription {
 			{Name: "customresourcedefinitions", Kind: "CustomResourceDefinition", Version: "v1"},
 		},
 		SpecDescriptors: []operatorsv1alpha1.SpecDescriptor{
-			{Path: "displayName", DisplayName: "Display Name", Description: "Human-readable name of the operator.", XDescriptors: []string{"urn:alm:descriptor:com.tectonic.ui:text"}},
-			{Path: "version", DisplayName: "Version", Description: "Version of the operator, semver.", XDescriptors: []string{"urn:alm:descriptor:com.tectonic.ui:text"}},
-			{Path: "replaces", DisplayName: "Replaces", Description: "The WebhookInstall in this namespace that this one upgrades.", XDescriptors: []string{"urn:alm:descriptor:com.tectonic.ui:text"}},
+			{Path: "displayName", DisplayName: "Display Name", Description: "Human-readable name of the operator.", XDescriptors: []string{text}},
+			{Path: "version", DisplayName: "Version", Description: "Version of the operator, semver.", XDescriptors: []string{text}},
+			{Path: "replaces", DisplayName: "Replaces", Description: "The WebhookInstall in this namespace that this one upgrades.", XDescriptors: []string{text}},
+			{Path: "webhookdefinitions", DisplayName: "Webhook Definitions", Description: "The webhooks, as in a CSV: conversion webhooks with the CRDs they convert, validating and mutating admission webhooks with their rules.", XDescriptors: []string{hidden}},
+			{Path: "install", DisplayName: "Install Strategy", Description: "The webhook Deployments, as in a CSV's install strategy.", XDescriptors: []string{hidden}},
+			{Path: "customresourcedefinitions", DisplayName: "Custom Resource Definitions", Description: "The CRDs the operator owns, as in a CSV: each conversion CRD must be listed.", XDescriptors: []string{hidden}},
+			{Path: "installModes", DisplayName: "Install Modes", Description: "As in a CSV; Hookwright supports AllNamespaces.", XDescriptors: []string{hidden}},
+			{Path: "certificates", DisplayName: "Certificates", Description: "How the CA and serving certificates are issued and renewed.", XDescriptors: []string{fieldGroup + "certificates"}},
+			{Path: "certificates.keyAlgorithm", DisplayName: "Key Algorithm", Description: "ECDSA-P256 (default), ECDSA-P384, RSA-2048 or RSA-3072.", XDescriptors: []string{fieldGroup + "certificates",
+				select_ + "ECDSA-P256", select_ + "ECDSA-P384", select_ + "RSA-2048", select_ + "RSA-3072"}},
+			{Path: "certificates.caLifetime", DisplayName: "CA Lifetime", Description: "Validity of each CA (Go duration, e.g. 17520h).", XDescriptors: []string{fieldGroup + "certificates", text}},
+			{Path: "certificates.servingLifetime", DisplayName: "Serving Certificate Lifetime", Description: "Validity of each serving certificate.", XDescriptors: []string{fieldGroup + "certificates", text}},
+			{Path: "certificates.renewBefore", DisplayName: "Renew Before", Description: "How long before expiry a certificate is renewed.", XDescriptors: []string{fieldGroup + "certificates", text}},
+			{Path: "certificates.trustOverlap", DisplayName: "Trust Overlap", Description: "How long a retired CA stays trusted after a CA rotation.", XDescriptors: []string{fieldGroup + "certificates", text}},
 		},
 		StatusDescriptors: []operatorsv1alpha1.StatusDescriptor{
 			{Path: "phase", DisplayName: "Phase", Description: "Pending, Installing, Succeeded, Failed, Replacing or Replaced.", XDescriptors: []string{"urn:alm:descriptor:io.kubernetes.phase"}},
 			{Path: "reason", DisplayName: "Reason", Description: "Why the install is in its phase.", XDescriptors: []string{"urn:alm:descriptor:io.kubernetes.phase:reason"}},
-			{Path: "conditions", DisplayName: "Conditions", Description: "Ready, CertificatesReady, WebhooksAvailable, ConversionConfigured and ConversionVerified.", XDescriptors: []string{"urn:alm:descriptor:io.kubernetes.conditions"}},
-			{Path: "certsRotateAt", DisplayName: "Certificates Rotate At", Description: "The earliest renewal time of any certificate.", XDescriptors: []string{"urn:alm:descriptor:text"}},
-			{Path: "certsLastUpdated", DisplayName: "Certificates Last Updated", Description: "When a certificate was last issued.", XDescriptors: []string{"urn:alm:descriptor:text"}},
+			{Path: "message", DisplayName: "Message", Description: "What the install waits for or what failed, and what to do.", XDescriptors: []string{text}},
+			{Path: "conditions", DisplayName: "Conditions", Description: "Ready, CertificatesReady, WebhooksAvailable, ConversionConfigured, ConversionVerified and ConversionContested.", XDescriptors: []string{"urn:alm:descriptor:io.kubernetes.conditions"}},
+			{Path: "certsRotateAt", DisplayName: "Certificates Rotate At", Description: "The earliest renewal time of any certificate.", XDescriptors: []string{text}},
+			{Path: "certsLastUpdated", DisplayName: "Certificates Last Updated", Description: "When a certificate was last issued.", XDescriptors: []string{text}},
+			{Path: "services", DisplayName: "Webhook Services", Description: "Per webhook Service: the CA and serving certificate fingerprints and expiry.", XDescriptors: []string{hidden}},
+			{Path: "rotations", DisplayName: "Rotations", Description: "The certificate rotation audit trail (last 20): kind, reason, outcome, fingerprints.", XDescriptors: []string{hidden}},
+			{Path: "handledRotationRequest", DisplayName: "Handled Rotation Request", Description: "The last manual rotation request carried out.", XDescriptors: []string{text}},
+			{Path: "conversionCRDs", DisplayName: "Conversion CRDs", Description: "Per conversion CRD: state (Pending, Configured, Verified, Conflict, Failed), message and drift restores.", XDescriptors: []string{hidden}},
 		},
 	}, {
 		Name:        "trustprobes.operators.hookwright.dev",

@@ -47,6 +47,12 @@ var exercisedElsewhere = map[string]string{
 	"make fuzz FUZZTIME=30s": "the docs' `go test ./examples/crontab ... -run '...|FuzzRoundTrip|...'` line, run here and by `make test`, runs FuzzRoundTrip's seed corpus; \"name only make targets that the Makefile defines\" checks that `make fuzz` fuzzes that function",
 	// Would install a second, never-running manager into this cluster.
 	"kubectl apply --server-side -k config/default": "test/manifests/config_test.go applies the same `kubectl kustomize config/default` rendering server-side to a real API server",
+	// Release targets: a container engine and a registry (none on the test
+	// machine), or rewriting the committed bundle/.
+	"make docker-buildx IMG=registry.example.com/hookwright:v0.2.0 PLATFORMS=linux/amd64,linux/arm64": "test/manifests/image_test.go runs the Dockerfile's go build line for linux/amd64 and linux/arm64 and checks the binaries; the image build itself needs a container engine",
+	"make bundle IMG=registry.example.com/hookwright:v0.2.0 VERSION=0.2.0":                            "test/manifests/release_test.go runs this very command in a copy of the repository and checks the image everywhere, then validates the bundle",
+	"make bundle-build bundle-push BUNDLE_IMG=registry.example.com/hookwright-bundle:v0.2.0":          "needs a container engine and a registry; test/manifests/bundle_test.go checks bundle.Dockerfile against the bundle's annotations",
+	"make catalog-build catalog-image catalog-push BUNDLE_IMG=... CATALOG_IMG=...":                    "test/manifests/release_test.go runs make catalog-build and opm validate on its output; catalog-image and catalog-push need a container engine and a registry",
 	// Installs controller-gen from the network and rewrites bundle/.
 	"make bundle VERSION=0.1.0": "`make test` runs `make verify`, which runs `make bundle` at the default VERSION 0.1.0 and fails if bundle/ changes; test/manifests/bundle_test.go validates the bundle",
 	// Needs a webhook serving at localhost:9443 and its ca.crt.

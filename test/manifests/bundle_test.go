@@ -1,7 +1,9 @@
 package manifests_test
 
 import (
+	"encoding/base64"
 	"encoding/json"
+	"encoding/xml"
 	"fmt"
 	"path/filepath"
 	"regexp"
@@ -111,7 +113,51 @@ var _ = Describe("The OLM bundle", func() {
 		for _, d := range owned.StatusDescriptors {
 			statusPaths = append(statusPaths, d.Path)
 		}
-		Expect(statusPaths).To(ContainElements("phase", "conditions", "certsRotateAt"))
+		Expect(statusPaths).To(ContainElements("phase", "conditions", "certsRotateAt", "rotations", "conversionCRDs", "services"))
+		var specPaths []string
+		for _, d := range owned.SpecDescriptors {
+			specPaths = append(specPaths, d.Path)
+		}
+		Expect(specPaths).To(ContainElements("certificates", "certificates.renewBefore", "webhookdefinitions", "install"))
+
+		By("every descriptor names a field of the CRD")
+		var crd *apiextensionsv1.CustomResourceDefinition
+		for _, c := range bundle.V1CRDs {
+			if c.Name == owned.Name {
+				crd = c
+			}
+		}
+		Expect(crd).NotTo(BeNil())
+		schema := crd.Spec.Versions[0].Schema.OpenAPIV3Schema
+		hasPath := func(root string, path string) bool {
+			node := schema.Properties[root]
+			for _, step := range strings.Split(path, ".") {
+				next, ok := node.Properties[step]
+				if !ok {
+					return false
+				}
+				node = next
+			}
+			return true
+		}
+		for _, p := range specPaths {
+			Expect(hasPath("spec", p)).To(BeTrue(), "spec descriptor %q names no field of spec", p)
+		}
+		for _, p := range statusPaths {
+			Expect(hasPath("status", p)).To(BeTrue(), "status descriptor %q names no field of status", p)
+		}
+
+		By("createdAt is the release date the Makefile fixes, and an icon is shown")
+		created := regexp.MustCompile(`(?m)^CREATED_AT \?= (\S+)$`).FindStringSubmatch(readFile("Makefile"))
+		Expect(created).NotTo(BeNil(), "CREATED_AT ?= in the Makefile")
+		Expect(csv.Annotations).To(HaveKeyWithValue("createdAt", created[1]))
+		Expect(csv.Spec.Icon).To(HaveLen(1))
+		Expect(csv.Spec.Icon[0].MediaType).To(Equal("image/svg+xml"))
+		svg, err := base64.StdEncoding.DecodeString(csv.Spec.Icon[0].Data)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(xml.Unmarshal(svg, new(struct {
+			XMLName xml.Name `xml:"svg"`
+		}))).To(Succeed(), "the icon is an SVG document")
 		Expect(csv.Spec.Keywords).NotTo(BeEmpty())
 		Expect(csv.Spec.Maintainers).NotTo(BeEmpty())
 		Expect(csv.Spec.Provider.Name).NotTo(BeEmpty())
