@@ -180,12 +180,19 @@ func loadActiveCA(secret *corev1.Secret) (*certs.CA, certs.Verdict) {
 }
 
 // knownTrust is what the API server trusts for service now: the CAs of the
-// caBundle of every CRD whose conversion calls it (live reads). When the CA
-// Secret is lost or overwritten, the planner keeps these (rotation.Plan,
-// step 0). The serving Secret's ca.crt is not read: whoever may write that
-// Secret could add a CA the API server never trusted.
+// caBundle of every CRD whose conversion calls it (live reads), and of
+// every admission webhook its install's configurations register calling
+// it. When the CA Secret is lost or overwritten, the planner keeps these
+// (rotation.Plan, step 0). The serving Secret's ca.crt is not read:
+// whoever may write that Secret could add a CA the API server never
+// trusted.
 func knownTrust(s *installState, service string) []*x509.Certificate {
 	var known []*x509.Certificate
+	for _, a := range s.admissionOfService(service) {
+		if cas, err := certs.ParseCerts(a.liveCABundle(s.install.Namespace)); err == nil {
+			known = append(known, cas...)
+		}
+	}
 	for _, c := range s.crds {
 		if c.webhook.Service != service || c.crd == nil {
 			continue
@@ -205,14 +212,30 @@ func knownTrust(s *installState, service string) []*x509.Certificate {
 	return known
 }
 
-// trustedFor is how long every CRD of service has had ca in its caBundle,
-// taken from the time of Hookwright's last apply on each CRD (restart-safe:
+// trustedFor is how long every CRD of service, and every admission webhook
+// registered calling it, has had ca in its caBundle, taken from the time
+// of Hookwright's last apply on each CRD and configuration (restart-safe:
 // it is stored by the API server, not remembered). managedFields keep
 // whole seconds, so an apply is taken to have happened at the end of its
-// second: the wait is at least SettleTime, never up to a second less.
+// second: the wait is at least SettleTime, never up to a second less. An
+// admission webhook not registered yet is no caller to wait for: it is
+// registered with the Service's whole bundle.
 func (r *WebhookInstallReconciler) trustedFor(s *installState, service string, ca *x509.Certificate) time.Duration {
 	var shortest time.Duration
 	found := false
+	for _, a := range s.admissionOfService(service) {
+		bundle := a.liveCABundle(s.install.Namespace)
+		if bundle == nil {
+			continue
+		}
+		since := a.appliedAt()
+		if !certs.BundleContains(bundle, ca) || since.IsZero() {
+			return 0
+		}
+		if d := s.now.Sub(since); !found || d < shortest {
+			shortest, found = d, true
+		}
+	}
 	for _, c := range s.crds {
 		if c.webhook.Service != service || c.crd == nil {
 			continue

@@ -12,7 +12,9 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1alpha1 "github.com/hookwright/hookwright/api/v1alpha1"
 	"github.com/hookwright/hookwright/certs"
@@ -199,14 +201,29 @@ func (r *WebhookInstallReconciler) issueServing(ctx context.Context, s *installS
 
 // loadedGate is the proof before a serving certificate moves to a new CA
 // (Promote, MoveServing): that the API server loaded the caBundle that
-// trusts it. A trust probe written after every caBundle write answers
-// through its own new configuration only once the API server has applied
-// every earlier CRD write (trustprobe.go); the probe's caBundle is the
-// current one, so the answer also proves the pods are trusted now. A
-// timer alone (rotation.SettleTime, kept as a floor) proves nothing, and
-// a read through the install's CRDs succeeds through the old caBundle too.
+// trusts it, wherever the install writes it. A trust probe written after
+// every caBundle write answers through its own new configuration only
+// once the API server has applied every earlier write of the CRDs
+// (trustprobe.go) or, for each kind of admission configuration the
+// Service's webhooks are registered in, of that kind (admission_probe.go);
+// the probe's caBundle is the current one, so the answer also proves the
+// pods are trusted now. Before the probes, the install's admission
+// configurations are read live: each registered webhook of the Service
+// must carry every CA of the bundle (the planner's view of them may come
+// from a cache). A timer alone (rotation.SettleTime, kept as a floor)
+// proves nothing, and a read through the install's CRDs succeeds through
+// the old caBundle too.
 func (r *WebhookInstallReconciler) loadedGate(ctx context.Context, s *installState, service string, o rotation.Observed, gate, waiting string) bool {
-	res := r.probeService(ctx, s, service, rotation.Bundle(o.Active, o.Next, o.Previous...), gate)
+	bundle := rotation.Bundle(o.Active, o.Next, o.Previous...)
+	if lacking, err := r.admissionLacking(ctx, s, service, bundle); err != nil || lacking != "" {
+		if err != nil {
+			lacking = err.Error()
+		}
+		s.retryWithin(rotation.SettleTime)
+		s.rotationNote(service, fmt.Sprintf("%s: %s", waiting, lacking))
+		return false
+	}
+	res := r.probeService(ctx, s, service, bundle, gate)
 	switch res.verdict {
 	case trustProven:
 		return true
@@ -285,8 +302,18 @@ type pruneHold struct {
 }
 
 // probeService probes, with bundle, every distinct port and path through
-// which the Service's CRDs convert.
+// which the Service's CRDs convert, then its registered admission webhooks
+// (probeAdmissionService).
 func (r *WebhookInstallReconciler) probeService(ctx context.Context, s *installState, service string, bundle []byte, gate string) trustResult {
+	if res := r.probeCRDs(ctx, s, service, bundle, gate); res.verdict != trustProven {
+		return res
+	}
+	return r.probeAdmissionService(ctx, s, service, bundle, gate)
+}
+
+// probeCRDs probes, with bundle, every distinct port and path through
+// which the Service's CRDs convert.
+func (r *WebhookInstallReconciler) probeCRDs(ctx context.Context, s *installState, service string, bundle []byte, gate string) trustResult {
 	seen := map[string]bool{}
 	for _, c := range s.crds {
 		if c.webhook.Service != service {
@@ -308,12 +335,17 @@ func (r *WebhookInstallReconciler) probeService(ctx context.Context, s *installS
 }
 
 // fallbackGate is the gate without the trust probe (its CRD is missing or
-// RBAC forbids it): a read through the install's own CRDs, which proves
-// the pods are trusted now, not that the API server loaded the new
-// caBundle nor that the pods serve the new chain. The status says so.
+// RBAC forbids it): a read through the install's own CRDs, and a dry run
+// through each admission webhook of the Service, which prove the pods are
+// trusted now, not that the API server loaded the new caBundle nor that
+// the pods serve the new chain. The status says so.
 func (r *WebhookInstallReconciler) fallbackGate(ctx context.Context, s *installState, service string, res trustResult, waiting string) bool {
-	ctrl.LoggerFrom(ctx).Info("Trust probe unavailable: the rotation relies on a read through the install's CRDs", "service", service, "reason", res.message)
-	if err := r.verifyService(ctx, s, service); err != nil {
+	ctrl.LoggerFrom(ctx).Info("Trust probe unavailable: the rotation relies on a read through the install's CRDs and dry runs through its admission webhooks", "service", service, "reason", res.message)
+	err := r.verifyService(ctx, s, service)
+	if err == nil {
+		err = r.verifyAdmissionService(ctx, s, service)
+	}
+	if err != nil {
 		s.retryWithin(rotation.SettleTime)
 		s.rotationNote(service, fmt.Sprintf("%s: %v (trust probe unavailable: %s)", waiting, err, res.message))
 		return false
@@ -392,4 +424,84 @@ func earliest(a, b time.Time) time.Time {
 		return a
 	}
 	return b
+}
+
+// probeAdmissionService probes, with bundle, the Service's admission
+// webhooks that the install's configurations register calling it: through
+// the probe configuration of each one's kind (each kind is loaded through
+// its own watch, so each needs its own barrier), once per kind, port and
+// path. A webhook not registered yet is called by no one, and is
+// registered with the Service's whole bundle.
+func (r *WebhookInstallReconciler) probeAdmissionService(ctx context.Context, s *installState, service string, bundle []byte, gate string) trustResult {
+	seen := map[string]bool{}
+	for _, a := range s.admissionOfService(service) {
+		if a.liveCABundle(s.install.Namespace) == nil {
+			continue
+		}
+		cc := a.clientConfigWith(s.install.Namespace, bundle)
+		target := newAdmissionProbeTarget(a.kind, cc, a.definition.AdmissionReviewVersions)
+		key := string(a.kind) + "/" + target.host + ptr.Deref(cc.Service.Path, "/")
+		if seen[key] {
+			continue
+		}
+		seen[key] = true
+		res := r.probeAdmissionTrust(ctx, target)
+		trustProbesTotal.WithLabelValues(gate, string(res.verdict)).Inc()
+		if res.verdict != trustProven {
+			res.message = fmt.Sprintf("admission webhook %s: %s", a.name, res.message)
+			return res
+		}
+	}
+	return trustResult{verdict: trustProven}
+}
+
+// admissionLacking reads the install's admission configurations live and
+// says which registered webhooks of service do not carry every CA of
+// bundle in their caBundle yet ("" when all do).
+func (r *WebhookInstallReconciler) admissionLacking(ctx context.Context, s *installState, service string, bundle []byte) (string, error) {
+	webhooks := s.admissionOfService(service)
+	if len(webhooks) == 0 {
+		return "", nil
+	}
+	cas, err := certs.ParseCerts(bundle)
+	if err != nil {
+		return "", err
+	}
+	configs := map[admissionKind]*admissionConfig{}
+	var lacking []string
+	for _, a := range webhooks {
+		cfg, read := configs[a.kind]
+		if !read {
+			live := newAdmissionObject(a.kind)
+			if err := r.APIReader.Get(ctx, client.ObjectKey{Name: a.configName}, live); client.IgnoreNotFound(err) != nil {
+				return "", fmt.Errorf("reading %s %s: %w", configKind(a.kind), a.configName, err)
+			} else if err == nil && ownedBy(live, s.install) {
+				cfg = &admissionConfig{kind: a.kind, name: a.configName, live: live, ours: true}
+			}
+			configs[a.kind] = cfg
+		}
+		if missing := lackingCAs(cfg, a, s.install.Namespace, cas); len(missing) > 0 {
+			lacking = append(lacking, fmt.Sprintf("webhook %s of %s %s does not trust CA %s yet", a.name, configKind(a.kind), a.configName, fingerprints(missing)))
+		}
+	}
+	return strings.Join(lacking, "; "), nil
+}
+
+// lackingCAs are the CAs of cas that a's entry in cfg (live) does not
+// trust; none when cfg does not register a calling its Service.
+func lackingCAs(cfg *admissionConfig, a *admissionState, namespace string, cas []*x509.Certificate) []*x509.Certificate {
+	if cfg == nil {
+		return nil
+	}
+	cc := cfg.clientConfig(a.name)
+	if cc == nil || cc.Service == nil || cc.Service.Namespace != namespace || cc.Service.Name != a.webhook.Service {
+		return nil
+	}
+	var missing []*x509.Certificate
+	for _, ca := range cas {
+		if !certs.BundleContains(cc.CABundle, ca) {
+			missing = append(missing, ca)
+		}
+	}
+	return missing
 }

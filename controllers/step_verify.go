@@ -123,7 +123,9 @@ func (r *WebhookInstallReconciler) verifyConversion(ctx context.Context, s *inst
 			c.unverifiable = true
 		}
 	}
-	return nil
+	// Admission webhooks are verified in the same step, after the CRDs
+	// (admission_verify.go).
+	return r.verifyAdmission(ctx, s)
 }
 
 // stillVerified: the status says verified for this generation and CA, and

@@ -55,6 +55,40 @@ import (
 // Probes share the CRD, so they run one at a time (one per process: only
 // the leader reconciles). RBAC: patch on CRDs (as for the install's CRDs)
 // and create on trustprobes (rbac.go).
+//
+// Admission configurations (admission_probe.go). The API server loads
+// ValidatingWebhookConfigurations and MutatingWebhookConfigurations
+// through one watch per kind, not the CRDs' watch, so the CRD probe's
+// barrier says nothing about them. Hookwright keeps one probe
+// configuration of each kind, both named hookwright-trust-probe, each with
+// one webhook (validating. and mutating.trust-probe.operators.hookwright.dev)
+// whose only rule matches CREATE of trustprobes.operators.hookwright.dev
+// at the storage version v1 (matchPolicy Exact, scope Cluster), and whose
+// objectSelector requires the label operators.hookwright.dev/trust-probe
+// with its kind as the value: it can only ever see the TrustProbes
+// Hookwright dry-run creates with that label, which are never stored (its
+// RBAC grants create only, and creates only dry runs) and which the
+// conversion probe's unlabelled v2 TrustProbes never match. sideEffects
+// None (the API server calls it on a dry run), failurePolicy Fail (a
+// failed call shows), timeoutSeconds 5. The probe is the CRD probe's with
+// that configuration in the CRD's place: point it at the idle Service,
+// wait until the API server answers naming it, point it at the install's
+// Service (its path, port and review versions) with the caBundle under
+// test, and dry-run create a labelled TrustProbe at v1 (no conversion
+// involved): any answer of the webhook (allowed, denied, 404, an error
+// status) proves trust, an x509 error the contrary. The wait through the
+// probe's new configuration is the barrier: that kind's watch delivers in
+// resourceVersion order, so the API server has loaded every earlier write
+// of that kind, the install's configuration included. Before promoting, a
+// CA rotation also reads the install's configurations live and waits
+// until each registered webhook carries the whole bundle
+// (step_rotation.go, loadedGate). A webhook answering a TrustProbe review
+// it does not expect proves trust all the same; a mutating webhook's patch
+// applies to a dry run only. If Hookwright stops mid-probe, a probe
+// configuration may stay pointed at an install's Service: it still sees
+// nothing but labelled TrustProbes, and the next probe points it back at
+// the idle Service. RBAC: get, create and patch on both configuration
+// resources (the probe's, as the install's) and create on trustprobes.
 
 const (
 	trustProbeCRD        = "trustprobes.operators.hookwright.dev"

@@ -1,0 +1,435 @@
+package controllers
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"time"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	v1alpha1 "github.com/hookwright/hookwright/api/v1alpha1"
+	"github.com/hookwright/hookwright/certs"
+)
+
+// reasonWebhookErrored: the API server reached and trusted the admission
+// webhook, which answered with an error status or a review the API server
+// could not read; trust is proven, so rotations go on.
+// TODO(core): move to api/v1alpha1/conditions.go as ReasonWebhookErrored.
+const reasonWebhookErrored = "WebhookErrored"
+
+// admissionDryRunTimeout bounds one verification dry-run: the API server
+// waits up to 30 s per webhook (timeoutSeconds), mutating then validating.
+const admissionDryRunTimeout = 45 * time.Second
+
+// verifyNamespaceFallback is where a namespaced dry-run goes when the
+// webhook does not see the install's namespace (it exists in every cluster).
+const verifyNamespaceFallback = "default"
+
+// verifyAdmission proves, through the API server, that it calls each
+// registered admission webhook through its configuration, with the
+// caBundle Hookwright wrote: a server-side dry-run create that the webhook
+// must see (admission_verify.go picks a resource its rules match with
+// CREATE, in a namespace its namespaceSelector does not exclude, labelled
+// as its objectSelector asks). The API server calls webhooks on dry runs
+// only when their sideEffects is None or NoneOnDryRun; a webhook that
+// leaves no safe dry-run is reported "not verified" with the reason. As
+// for conversion, it runs only when something changed since the last
+// verification, during a rotation, or when the last one did not verify.
+func (r *WebhookInstallReconciler) verifyAdmission(ctx context.Context, s *installState) error {
+	for _, a := range s.admission {
+		if !a.registered || a.state != v1alpha1.AdmissionRegistered || a.written {
+			continue // not registered, failed in an earlier step, or just written (verified on the next pass)
+		}
+		if r.admissionStillVerified(s, a) {
+			a.state, a.trusted, a.message = v1alpha1.AdmissionVerified, true, previousAdmissionMessage(s.install, a)
+			continue
+		}
+		v := r.verifyAdmissionWebhook(ctx, s, a)
+		admissionVerificationsTotal.WithLabelValues(string(a.kind), v.result()).Inc()
+		a.state, a.verifyReason, a.message, a.trusted = v.state, v.reason, v.message, v.trusted
+		switch {
+		case v.forbidden:
+			s.retryWithin(verifyForbiddenRetry) // granting RBAC wakes nothing
+		case v.state == v1alpha1.AdmissionFailed:
+			s.retryWithin(verifyFailedRetry) // fixing a webhook wakes nothing
+		case v.state == v1alpha1.AdmissionUnverified && !v.static:
+			s.retryWithin(verifyForbiddenRetry)
+		}
+	}
+	return nil
+}
+
+// admissionVerdict is what one verification of an admission webhook showed.
+type admissionVerdict struct {
+	state   v1alpha1.AdmissionWebhookState
+	reason  string // verifyReason: why it failed or could not be verified
+	message string
+	// trusted: the webhook answered through the current caBundle (what a
+	// certificate rotation waits for).
+	trusted bool
+	// forbidden: RBAC forbids the dry run (the message says what to grant).
+	forbidden bool
+	// static: nothing but a change of the install can make it verifiable.
+	static bool
+	// admittedOnly: the dry run was admitted, which proves the webhook was
+	// called only with failurePolicy Fail.
+	admittedOnly bool
+}
+
+// result is the verdict's label on hookwright_admission_verifications_total.
+func (v admissionVerdict) result() string {
+	switch v.state {
+	case v1alpha1.AdmissionVerified:
+		return "success"
+	case v1alpha1.AdmissionFailed:
+		return "failure"
+	}
+	return "unverifiable"
+}
+
+func notVerified(reason, message string) admissionVerdict {
+	return admissionVerdict{state: v1alpha1.AdmissionUnverified, reason: reason, message: "not verified: " + message}
+}
+
+// verifyAdmissionWebhook dry-run creates an object the webhook must see
+// and classifies the API server's answer. With failurePolicy Ignore the
+// API server admits a request whose call failed, so an admitted dry run
+// proves nothing there: the trust probe then calls the webhook at its
+// path with the same caBundle and failurePolicy Fail.
+func (r *WebhookInstallReconciler) verifyAdmissionWebhook(ctx context.Context, s *installState, a *admissionState) admissionVerdict {
+	def := a.definition
+	if se := ptr.Deref(def.SideEffects, ""); se != admissionregistrationv1.SideEffectClassNone && se != admissionregistrationv1.SideEffectClassNoneOnDryRun {
+		v := notVerified(v1alpha1.ReasonAdmissionNotVerified, fmt.Sprintf("sideEffects is %q: the API server calls a webhook on a dry-run request only when its sideEffects is None or NoneOnDryRun, "+
+			"and Hookwright makes no real request to verify one; declare sideEffects None or NoneOnDryRun if the webhook has no side effects on dry run", se))
+		v.static = true
+		return v
+	}
+	target, why := chooseAdmissionDryRun(def, r.Client.RESTMapper(), r.crdStorageVersion(ctx), verifyNamespaces(s.install.Namespace, a.excluded))
+	if target == nil {
+		v := notVerified(v1alpha1.ReasonAdmissionNotVerified, why)
+		v.static = true
+		return v
+	}
+	dctx, cancel := context.WithTimeout(ctx, admissionDryRunTimeout)
+	defer cancel()
+	err := r.Client.Create(dctx, target.object(), client.DryRunAll)
+	v := classifyAdmissionDryRun(err, a.name, target)
+	if !v.admittedOnly || ptr.Deref(def.FailurePolicy, admissionregistrationv1.Fail) == admissionregistrationv1.Fail {
+		return v
+	}
+	svc := s.services[a.webhook.Service]
+	if svc == nil {
+		return notVerified(v1alpha1.ReasonAdmissionNotVerified, "failurePolicy Ignore: an admitted dry run does not show that the webhook answered, and the Service's certificates are not known yet")
+	}
+	res := r.probeAdmissionTrust(ctx, newAdmissionProbeTarget(a.kind, a.clientConfigWith(s.install.Namespace, svc.bundle()), def.AdmissionReviewVersions))
+	trustProbesTotal.WithLabelValues("verify", string(res.verdict)).Inc()
+	ignore := fmt.Sprintf("the API server admitted a dry-run create of %s; with failurePolicy Ignore it admits a request whose call failed, so Hookwright's trust probe called the webhook at its path with the same caBundle and failurePolicy Fail", target)
+	switch res.verdict {
+	case trustProven:
+		return admissionVerdict{state: v1alpha1.AdmissionVerified, trusted: true, message: ignore + ": it answered"}
+	case trustUntrusted:
+		return admissionVerdict{state: v1alpha1.AdmissionFailed, reason: v1alpha1.ReasonWebhookUntrusted,
+			message: ignore + ": the API server does not trust its serving certificate through the caBundle, so every call fails open: " + res.message}
+	case trustUnreachable:
+		return admissionVerdict{state: v1alpha1.AdmissionFailed, reason: v1alpha1.ReasonWebhookUnreachable,
+			message: ignore + ": the API server could not reach it (no ready pod, connection refused or timed out), so every call fails open: " + res.message}
+	}
+	return notVerified(v1alpha1.ReasonAdmissionNotVerified, ignore+", which could not run: "+res.message)
+}
+
+// classifyAdmissionDryRun turns the API server's answer to a dry-run
+// create of target into a verdict for the webhook named webhook. Only an
+// answer naming that webhook proves anything about it: a denial by
+// another webhook, a ValidatingAdmissionPolicy or a quota, RBAC, or an
+// object rejected before the webhook was called leave it unverified.
+func classifyAdmissionDryRun(err error, webhook string, target *admissionDryRun) admissionVerdict {
+	if err == nil {
+		return admissionVerdict{state: v1alpha1.AdmissionVerified, trusted: true, admittedOnly: true,
+			message: fmt.Sprintf("the API server called the webhook on a dry-run create of %s, and admitted it", target)}
+	}
+	msg := err.Error()
+	c := classifyAdmissionError(msg, webhook)
+	switch {
+	case c.denied:
+		return admissionVerdict{state: v1alpha1.AdmissionVerified, trusted: true,
+			message: fmt.Sprintf("the API server called the webhook on a dry-run create of %s, and the webhook denied Hookwright's minimal object (%s): it answers through the caBundle", target, msg)}
+	case c.reason == v1alpha1.ReasonWebhookUntrusted:
+		return admissionVerdict{state: v1alpha1.AdmissionFailed, reason: c.reason,
+			message: fmt.Sprintf("the API server does not trust the webhook's serving certificate through the caBundle, so it could not call it on a dry-run create of %s: %s", target, msg)}
+	case c.reason == v1alpha1.ReasonWebhookUnreachable:
+		return admissionVerdict{state: v1alpha1.AdmissionFailed, reason: c.reason,
+			message: fmt.Sprintf("the API server could not reach the webhook (no ready pod, connection refused or timed out) on a dry-run create of %s: %s", target, msg)}
+	case c.reason == v1alpha1.ReasonWebhookPathNotFound:
+		return admissionVerdict{state: v1alpha1.AdmissionFailed, reason: c.reason, trusted: true,
+			message: fmt.Sprintf("the webhook answered 404 Not Found to a dry-run create of %s: the install's webhookPath must name the path the webhook serves "+
+				"(the API server trusted its certificate, so certificate rotations go on): %s", target, msg)}
+	case c.reason == reasonWebhookErrored:
+		return admissionVerdict{state: v1alpha1.AdmissionFailed, reason: c.reason, trusted: true,
+			message: fmt.Sprintf("the webhook answered a dry-run create of %s with an error instead of an admission review "+
+				"(the API server trusted its certificate, so certificate rotations go on): %s", target, msg)}
+	case c.ours:
+		v := notVerified(v1alpha1.ReasonAdmissionNotVerified, msg+": the API server calls a webhook on a dry-run request only when its sideEffects is None or NoneOnDryRun")
+		v.static = true
+		return v
+	case apierrors.IsForbidden(err) && strings.Contains(msg, "cannot create resource"):
+		return admissionVerdict{state: v1alpha1.AdmissionUnverified, reason: v1alpha1.ReasonVerificationForbidden, forbidden: true,
+			message: fmt.Sprintf("registered, but Hookwright may not dry-run create %s (%s) to verify it through the API server (%s). "+
+				"Grant its ServiceAccount the verb create on %s with a ClusterRole and ClusterRoleBinding (as examples/crontab/verifier-rbac.yaml does)",
+				target.resource, target, msg, target.resource)}
+	}
+	return notVerified(v1alpha1.ReasonAdmissionNotVerified, fmt.Sprintf("the API server refused a dry-run create of %s without an answer of webhook %s "+
+		"(another webhook or policy, or the object's validation, came first): %s; verification runs again", target, webhook, msg))
+}
+
+// admissionStillVerified: the status says verified for this generation
+// and CA, nothing was written since, and no rotation is under way.
+func (r *WebhookInstallReconciler) admissionStillVerified(s *installState, a *admissionState) bool {
+	st := s.install.Status
+	svc := s.services[a.webhook.Service]
+	if st.ObservedGeneration != s.install.Generation || s.issuedCerts || svc == nil || rotating(s, a.webhook.Service) {
+		return false
+	}
+	fingerprint := certs.Fingerprint(svc.ca.Cert)
+	for _, status := range st.Services {
+		if status.Name == a.webhook.Service && status.CAFingerprint != fingerprint {
+			return false
+		}
+	}
+	for _, prev := range st.AdmissionWebhooks {
+		if prev.Name == a.name && prev.Type == string(a.kind) {
+			return prev.State == v1alpha1.AdmissionVerified
+		}
+	}
+	return false
+}
+
+func previousAdmissionMessage(install *v1alpha1.WebhookInstall, a *admissionState) string {
+	for _, prev := range install.Status.AdmissionWebhooks {
+		if prev.Name == a.name && prev.Type == string(a.kind) {
+			return prev.Message
+		}
+	}
+	return ""
+}
+
+// verifyNamespaces are the namespaces a namespaced dry run may use, in
+// order: the install's, then default, less those the webhook's
+// namespaceSelector excludes.
+func verifyNamespaces(installNamespace string, excluded []string) []string {
+	var out []string
+	for _, ns := range []string{installNamespace, verifyNamespaceFallback} {
+		if ns != "" && !slices.Contains(excluded, ns) && !slices.Contains(out, ns) {
+			out = append(out, ns)
+		}
+	}
+	return out
+}
+
+// crdStorageVersion returns a lookup of the storage version of a CRD's
+// resource (live reads, once each per pass), "" for a resource that is
+// not a CRD's.
+func (r *WebhookInstallReconciler) crdStorageVersion(ctx context.Context) func(group, resource string) string {
+	seen := map[string]string{}
+	return func(group, resource string) string {
+		if group == "" || !strings.Contains(group, ".") {
+			return "" // a built-in group
+		}
+		name := resource + "." + group
+		if v, ok := seen[name]; ok {
+			return v
+		}
+		crd := &apiextensionsv1.CustomResourceDefinition{}
+		version := ""
+		if err := r.APIReader.Get(ctx, client.ObjectKey{Name: name}, crd); err == nil {
+			for _, v := range crd.Spec.Versions {
+				if v.Storage {
+					version = v.Name
+				}
+			}
+		}
+		seen[name] = version
+		return version
+	}
+}
+
+// admissionDryRun is what a verification dry-run creates.
+type admissionDryRun struct {
+	gvk       schema.GroupVersionKind
+	resource  string // <plural>.<group>, or <plural> in the core group
+	namespace string // "" for a cluster-scoped resource
+	labels    map[string]string
+}
+
+func (t *admissionDryRun) String() string {
+	if t.namespace == "" {
+		return fmt.Sprintf("%s %s", t.gvk.GroupVersion(), t.gvk.Kind)
+	}
+	return fmt.Sprintf("%s %s in namespace %s", t.gvk.GroupVersion(), t.gvk.Kind, t.namespace)
+}
+
+// object is the minimal object: apiVersion, kind, a generated name, the
+// namespace and the labels the webhook's objectSelector asks for.
+func (t *admissionDryRun) object() *unstructured.Unstructured {
+	obj := &unstructured.Unstructured{}
+	obj.SetGroupVersionKind(t.gvk)
+	obj.SetGenerateName("hookwright-verify-")
+	obj.SetNamespace(t.namespace)
+	if len(t.labels) > 0 {
+		obj.SetLabels(maps.Clone(t.labels))
+	}
+	return obj
+}
+
+// chooseAdmissionDryRun picks what to dry-run create so that def's webhook
+// sees the request: a resource its rules match with CREATE (or '*'),
+// named concretely (no wildcard group or resource, no subresource) and
+// served (resolved through mapper), namespaced ones first, in the first
+// of namespaces (those the webhook's namespaceSelector does not exclude);
+// for a CRD's resource, at its storage version when the rule matches it
+// (no conversion involved). It says why when there is none.
+func chooseAdmissionDryRun(def v1alpha1.WebhookDefinition, mapper meta.RESTMapper, storageVersion func(group, resource string) string, namespaces []string) (*admissionDryRun, string) {
+	var clusterScoped *admissionDryRun
+	var skipped []string
+	creates := false
+	for _, rule := range def.AdmissionRules() {
+		if !slices.ContainsFunc(rule.Operations, func(op admissionregistrationv1.OperationType) bool {
+			return op == admissionregistrationv1.Create || op == admissionregistrationv1.OperationAll
+		}) {
+			continue
+		}
+		creates = true
+		for _, group := range rule.APIGroups {
+			for _, resource := range rule.Resources {
+				name := resource
+				if group != "" {
+					name = resource + "." + group
+				}
+				if group == "*" || strings.Contains(resource, "*") || strings.Contains(resource, "/") {
+					skipped = append(skipped, name+" (not one concrete resource)")
+					continue
+				}
+				gvk, namespaced, err := resolveRuleResource(mapper, rule, group, resource, storageVersion(group, resource), ptr.Deref(def.MatchPolicy, admissionregistrationv1.Equivalent))
+				if err != nil {
+					skipped = append(skipped, fmt.Sprintf("%s (%v)", name, err))
+					continue
+				}
+				t := &admissionDryRun{gvk: gvk, resource: name, labels: selectorLabels(def.ObjectSelector)}
+				if !namespaced {
+					if clusterScoped == nil {
+						clusterScoped = t
+					}
+					continue
+				}
+				if len(namespaces) == 0 {
+					skipped = append(skipped, name+" (its namespaceSelector excludes every namespace Hookwright would use)")
+					continue
+				}
+				t.namespace = namespaces[0]
+				return t, ""
+			}
+		}
+	}
+	if clusterScoped != nil {
+		return clusterScoped, ""
+	}
+	if !creates {
+		return nil, "no rule matches CREATE, the only operation Hookwright can dry-run without an object of someone's to change; verify the webhook with a dry-run request of your own"
+	}
+	return nil, "no rule with CREATE names a resource Hookwright can dry-run create: " + strings.Join(skipped, ", ")
+}
+
+// resolveRuleResource finds the kind and scope of group/resource as rule
+// matches it: at the CRD's storage version when the rule matches it (or
+// matchPolicy Equivalent lets it), else at the rule's first version (the
+// served preferred one for '*').
+func resolveRuleResource(mapper meta.RESTMapper, rule admissionregistrationv1.RuleWithOperations, group, resource, storage string, matchPolicy admissionregistrationv1.MatchPolicyType) (schema.GroupVersionKind, bool, error) {
+	anyVersion := slices.Contains(rule.APIVersions, "*")
+	version := ""
+	switch {
+	case storage != "" && (anyVersion || slices.Contains(rule.APIVersions, storage) || matchPolicy == admissionregistrationv1.Equivalent):
+		version = storage
+	case !anyVersion && len(rule.APIVersions) > 0:
+		version = rule.APIVersions[0]
+	}
+	gvk, err := mapper.KindFor(schema.GroupVersionResource{Group: group, Version: version, Resource: resource})
+	if err != nil {
+		var ambiguous *meta.AmbiguousResourceError
+		kinds, kerr := mapper.KindsFor(schema.GroupVersionResource{Group: group, Version: version, Resource: resource})
+		if !errors.As(err, &ambiguous) || kerr != nil || len(kinds) == 0 {
+			return schema.GroupVersionKind{}, false, fmt.Errorf("not served: %w", err)
+		}
+		gvk = kinds[0]
+	}
+	mapping, err := mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+	if err != nil {
+		return schema.GroupVersionKind{}, false, fmt.Errorf("not served: %w", err)
+	}
+	namespaced := mapping.Scope.Name() == meta.RESTScopeNameNamespace
+	switch ptr.Deref(rule.Scope, admissionregistrationv1.AllScopes) {
+	case admissionregistrationv1.ClusterScope:
+		if namespaced {
+			return schema.GroupVersionKind{}, false, errors.New("namespaced, and the rule matches cluster-scoped resources only")
+		}
+	case admissionregistrationv1.NamespacedScope:
+		if !namespaced {
+			return schema.GroupVersionKind{}, false, errors.New("cluster-scoped, and the rule matches namespaced resources only")
+		}
+	}
+	return gvk, namespaced, nil
+}
+
+// selectorLabels are labels an object needs for sel to select it:
+// matchLabels, the first value of each In, a value for each Exists.
+func selectorLabels(sel *v1alpha1.ObjectSelector) map[string]string {
+	if sel == nil {
+		return nil
+	}
+	out := maps.Clone(sel.MatchLabels)
+	if out == nil {
+		out = map[string]string{}
+	}
+	for _, e := range sel.MatchExpressions {
+		if _, set := out[e.Key]; set {
+			continue
+		}
+		switch e.Operator {
+		case "In":
+			if len(e.Values) > 0 {
+				out[e.Key] = e.Values[0]
+			}
+		case "Exists":
+			out[e.Key] = "hookwright-verify"
+		}
+	}
+	return out
+}
+
+// verifyAdmissionService is the rotation gates' fallback without the trust
+// probe (fallbackGate): a dry run through each admission webhook
+// registered calling service. It fails when the API server could not
+// call one (untrusted or unreachable); a webhook it cannot verify (RBAC,
+// no safe dry run) leaves the rotation to the settle time, as for CRDs.
+func (r *WebhookInstallReconciler) verifyAdmissionService(ctx context.Context, s *installState, service string) error {
+	for _, a := range s.admissionOfService(service) {
+		if a.liveCABundle(s.install.Namespace) == nil {
+			continue
+		}
+		v := r.verifyAdmissionWebhook(ctx, s, a)
+		admissionVerificationsTotal.WithLabelValues(string(a.kind), v.result()).Inc()
+		if v.state == v1alpha1.AdmissionFailed && !v.trusted {
+			return fmt.Errorf("admission webhook %s: %s", a.name, v.message)
+		}
+	}
+	return nil
+}
