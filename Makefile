@@ -12,6 +12,9 @@ KUSTOMIZE ?= $(CONTROL_PLANE_DIR)/kubectl kustomize
 # The operator version `make bundle` writes into the CSV. A release bumps
 # this default, so that `make verify` regenerates the committed bundle.
 VERSION ?= 0.1.0
+# The CSV's createdAt: the release's date, bumped with VERSION (fixed, so
+# that make verify reproduces the committed bundle).
+CREATED_AT ?= 2026-11-23T00:00:00Z
 # Release images: fully qualified and versioned (never latest). A digest
 # may follow (IMG=registry.example.com/hookwright:v0.2.0@sha256:...): the
 # bundle then pulls exactly that image.
@@ -26,6 +29,10 @@ REVISION ?= $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
 OPM_VERSION ?= v1.64.0
 OPM ?= $(CURDIR)/bin/tools/opm-$(OPM_VERSION)/opm
 export HOOKWRIGHT_OPM := $(OPM)
+# promtool (Prometheus), built from Go modules, tests the alerting rules.
+PROMETHEUS_VERSION ?= v0.316.0
+PROMTOOL ?= $(CURDIR)/bin/tools/promtool-$(PROMETHEUS_VERSION)/promtool
+export HOOKWRIGHT_PROMTOOL := $(PROMTOOL)
 
 .PHONY: help
 help: ## List the targets.
@@ -41,7 +48,7 @@ help: ## List the targets.
 RACE_PACKAGES ?= ./internal/testcluster
 
 .PHONY: test
-test: control-plane $(OPM) verify ## Build the control plane if needed, check generated files, then run every test (one shared API server per package; RACE_PACKAGES under -race).
+test: control-plane $(OPM) $(PROMTOOL) verify ## Build the control plane if needed, check generated files, then run every test (one shared API server per package; RACE_PACKAGES under -race).
 	go vet ./...
 	go test $$(go list ./... | grep -vxF "$$(go list $(RACE_PACKAGES))") -count=1 -timeout 45m -v
 	go test -race $(RACE_PACKAGES) -count=1 -timeout 45m -v
@@ -96,7 +103,7 @@ bundle: manifests kustomize ## Regenerate the OLM bundle (bundle/, bundle.Docker
 	go run ./hack/setimage config/manager/kustomization.yaml hookwright $(IMG)
 	$(KUSTOMIZE) config/default > bin/bundle/default.yaml
 	$(KUSTOMIZE) config/samples > bin/bundle/samples.yaml
-	go run ./hack/bundlegen --version=$(VERSION) --manifests=bin/bundle/default.yaml --samples=bin/bundle/samples.yaml --out=.
+	go run ./hack/bundlegen --version=$(VERSION) --created-at=$(CREATED_AT) --manifests=bin/bundle/default.yaml --samples=bin/bundle/samples.yaml --out=.
 
 .PHONY: verify
 verify: ## Regenerate CRD, RBAC, deepcopy and bundle; fail if that changes api/, config/ or bundle/.
@@ -142,6 +149,12 @@ $(OPM):
 
 .PHONY: opm
 opm: $(OPM) ## Build opm $(OPM_VERSION) from Go modules into bin/tools.
+
+$(PROMTOOL):
+	cd hack/tools/promtool && CGO_ENABLED=0 go build -o $(PROMTOOL) github.com/prometheus/prometheus/cmd/promtool
+
+.PHONY: promtool
+promtool: $(PROMTOOL) ## Build promtool (Prometheus $(PROMETHEUS_VERSION)) from Go modules into bin/tools.
 
 .PHONY: catalog-build
 catalog-build: $(OPM) ## Render bundle/ as the file-based catalog bin/catalog (package, alpha channel, bundle BUNDLE_IMG), validate it with opm, write bin/catalog.Dockerfile.

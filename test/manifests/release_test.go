@@ -78,7 +78,7 @@ func opmBinary() string {
 func imagesIn(dir string) []string {
 	GinkgoHelper()
 	var images []string
-	pattern := regexp.MustCompile(`(?m)^\s*(?:-\s+)?(?:image|containerImage):\s*(\S+)\s*$`)
+	pattern := regexp.MustCompile(`(?m)^[ \t]*(?:-[ \t]+)?(?:image|containerImage):[ \t]+(\S+)[ \t]*$`)
 	entries, err := os.ReadDir(filepath.Join(dir, "manifests"))
 	Expect(err).NotTo(HaveOccurred())
 	for _, e := range entries {
