@@ -186,6 +186,9 @@ func (r *WebhookInstallReconciler) probeAdmissionTrust(ctx context.Context, targ
 	if live.GetResourceVersion() != written {
 		return trustResult{trustInconclusive, configKind(target.kind) + " " + admissionProbeName + " changed during the probe"}
 	}
+	// Back to idle, so the configuration names no install's Service
+	// between probes (the next probe would write it first anyway).
+	_, _, _ = r.writeAdmissionProbe(ctx, idle)
 	res = o.result()
 	if res.verdict == trustProven && o.message == "" {
 		res.message = fmt.Sprintf("the webhook answered admission probe %s", webhook)

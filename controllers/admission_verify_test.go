@@ -22,8 +22,9 @@ import (
 // webhooks of each kind of configuration (internal/testcluster's admission
 // host: allowing, denying, behind a wrong caBundle, a missing Service, no
 // ready pod, a path it does not serve, a handler that hangs or answers
-// 500) and a ValidatingAdmissionPolicy; the RBAC refusal is constructed in
-// the API server's format.
+// 500) and a ValidatingAdmissionPolicy, and during a CA rotation made
+// without the admission configurations' coverage; the RBAC refusal is
+// constructed in the API server's format.
 func statusErr(code int32, reason metav1.StatusReason, msg string) error {
 	return &apierrors.StatusError{ErrStatus: metav1.Status{Status: metav1.StatusFailure, Code: code, Reason: reason, Message: msg}}
 }
@@ -37,6 +38,8 @@ var capturedAdmission = map[string]error{
 		`admission webhook "vok.example.com" denied the request without explanation`),
 	"x509": statusErr(http.StatusInternalServerError, metav1.StatusReasonInternalError,
 		`Internal error occurred: failed calling webhook "vx509.example.com": failed to call webhook: Post "https://admission-webhook.tc-wjcmf.svc:443/validate?timeout=1s": tls: failed to verify certificate: x509: certificate signed by unknown authority`),
+	"x509, a chain of another key of the CA's name": statusErr(http.StatusInternalServerError, metav1.StatusReasonInternalError,
+		`Internal error occurred: failed calling webhook "vrotate.hookwright.test": failed to call webhook: Post "https://widget-webhook-service.ctl-sjtgj.svc:443/validate?timeout=10s": tls: failed to verify certificate: x509: certificate signed by unknown authority (possibly because of "x509: ECDSA verification failure" while trying to verify candidate authority certificate "widget-webhook-service.ctl-sjtgj-ca")`),
 	"x509 (mutating)": statusErr(http.StatusInternalServerError, metav1.StatusReasonInternalError,
 		`Internal error occurred: failed calling webhook "mx509.example.com": failed to call webhook: Post "https://admission-webhook.tc-wjcmf.svc:443/mutate?timeout=1s": tls: failed to verify certificate: x509: certificate signed by unknown authority`),
 	"service not found": statusErr(http.StatusInternalServerError, metav1.StatusReasonInternalError,
@@ -68,6 +71,9 @@ func TestClassifyAdmissionError(t *testing.T) {
 			postURL: "https://admission-webhook.tc-wjcmf.svc:443/validate?timeout=1s", cause: "tls: failed to verify certificate: x509: certificate signed by unknown authority"}},
 		{"x509 of a mutating webhook", "x509 (mutating)", "mx509.example.com", admissionCall{ours: true, reason: v1alpha1.ReasonWebhookUntrusted,
 			postURL: "https://admission-webhook.tc-wjcmf.svc:443/mutate?timeout=1s", cause: "tls: failed to verify certificate: x509: certificate signed by unknown authority"}},
+		{"x509 after a rotation without coverage (CA promoted while the configuration lacked it)", "x509, a chain of another key of the CA's name", "vrotate.hookwright.test", admissionCall{ours: true, reason: v1alpha1.ReasonWebhookUntrusted,
+			postURL: "https://widget-webhook-service.ctl-sjtgj.svc:443/validate?timeout=10s",
+			cause:   `tls: failed to verify certificate: x509: certificate signed by unknown authority (possibly because of "x509: ECDSA verification failure" while trying to verify candidate authority certificate "widget-webhook-service.ctl-sjtgj-ca")`}},
 		{"another webhook's x509 proves nothing", "x509", "vcrontab.example.com", admissionCall{}},
 		{"service not found", "service not found", "vnosvc.example.com", admissionCall{ours: true, reason: v1alpha1.ReasonWebhookUnreachable,
 			postURL: "https://missing.tc-wjcmf.svc:443/validate?timeout=1s", cause: `service "missing" not found`}},

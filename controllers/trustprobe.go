@@ -84,10 +84,10 @@ import (
 // until each registered webhook carries the whole bundle
 // (step_rotation.go, loadedGate). A webhook answering a TrustProbe review
 // it does not expect proves trust all the same; a mutating webhook's patch
-// applies to a dry run only. If Hookwright stops mid-probe, a probe
-// configuration may stay pointed at an install's Service: it still sees
-// nothing but labelled TrustProbes, and the next probe points it back at
-// the idle Service. RBAC: get, create and patch on both configuration
+// applies to a dry run only. After each probe the configuration points
+// back at the idle Service; if Hookwright stops mid-probe, it may stay
+// pointed at an install's Service: it still sees nothing but labelled
+// TrustProbes, and the next probe points it back at the idle Service. RBAC: get, create and patch on both configuration
 // resources (the probe's, as the install's) and create on trustprobes.
 
 const (
