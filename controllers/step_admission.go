@@ -7,6 +7,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"time"
 
 	operatorsv1alpha1 "github.com/operator-framework/api/pkg/operators/v1alpha1"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
@@ -33,6 +34,10 @@ import (
 // carry the owner annotation of a CRD claim instead of an owner reference,
 // and are deleted by the install's finalizer, before the Deployments and
 // Services they call (admission_delete.go).
+
+// nameTakenRecheck is how often an install whose admission configuration
+// name is taken looks again.
+const nameTakenRecheck = 10 * time.Second
 
 // observeAdmission reads the install's admission configurations, before
 // the certificates step: a CA rotation must see the caBundles they hold.
@@ -79,6 +84,8 @@ func (r *WebhookInstallReconciler) observeAdmission(ctx context.Context, s *inst
 				a.state, a.message = v1alpha1.AdmissionFailed, msg
 			}
 			s.stop(v1alpha1.PhaseFailed, v1alpha1.ReasonNameTaken, msg)
+			// Removing a foreign object wakes no watch of Hookwright's.
+			s.retryWithin(nameTakenRecheck)
 			return nil
 		}
 		for _, a := range states {
