@@ -216,12 +216,13 @@ func allConfigured(s *installState) bool {
 	return true
 }
 
-// failureOrder ranks the reasons of failed conversions, most urgent
-// first: those that also stop certificate rotations, then those where
-// nothing converts, then one refused object.
+// failureOrder ranks the reasons of failed conversions (and admission
+// webhooks), most urgent first: those that also stop certificate
+// rotations, then those where nothing converts, then one refused object,
+// then an admission webhook that answered with an error.
 var failureOrder = []string{
 	v1alpha1.ReasonWebhookUntrusted, v1alpha1.ReasonWebhookUnreachable, v1alpha1.ReasonConversionFailed,
-	v1alpha1.ReasonWebhookPathNotFound, v1alpha1.ReasonConversionRefused,
+	v1alpha1.ReasonWebhookPathNotFound, v1alpha1.ReasonConversionRefused, v1alpha1.ReasonWebhookErrored,
 }
 
 // conversionFailure is the most urgent reason among the CRDs whose

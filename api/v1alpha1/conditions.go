@@ -106,4 +106,8 @@ const (
 	// ReasonAdmissionNotVerified: admission webhooks are registered but the
 	// API server has not called them through their configuration yet.
 	ReasonAdmissionNotVerified = "AdmissionNotVerified"
+	// ReasonWebhookErrored: the API server reached and trusted an admission
+	// webhook, which answered with an error status or a review it could not
+	// read; trust is proven, so rotations go on.
+	ReasonWebhookErrored = "WebhookErrored"
 )
