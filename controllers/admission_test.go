@@ -346,6 +346,65 @@ var _ = Describe("Admission webhooks", func() {
 	})
 })
 
+var _ = Describe("Admission webhooks on an upgrade (spec.replaces)", func() {
+	It("registers the new version's configurations once it serves, and deletes the old ones only once it has succeeded, before the old Deployment and Service", func(ctx context.Context) {
+		ns, group, crdName := widgetNamespace(ctx)
+		cluster.Kubelet.Serve(ns, "widget-webhook-v1", testcluster.HandlerHost{Handler: webhookMux(&reviewer{}, &reviewer{})})
+		old := widgetAdmissionInstall(ns, group, crdName, true, true)
+		old.Name = "widgets-v1"
+		for i := range old.Spec.WebhookDefinitions {
+			old.Spec.WebhookDefinitions[i].DeploymentName = "widget-webhook-v1"
+		}
+		old.Spec.Install.Spec.Deployments[0].Name = "widget-webhook-v1"
+		Expect(k8s.Create(ctx, old)).To(Succeed())
+		eventuallyPhase(ctx, ns, "widgets-v1", v1alpha1.PhaseSucceeded, v1alpha1.ReasonSucceeded)
+		oldName := desired.AdmissionConfigurationName(old)
+		liveValidating(ctx, oldName)
+		_, start, err := cluster.AuditEvents(0)
+		Expect(err).NotTo(HaveOccurred())
+
+		By("creating the new version, whose webhook does not serve yet: the old configurations stay, the new ones wait")
+		newer := widgetAdmissionInstall(ns, group, crdName, true, true)
+		newer.Name, newer.Spec.Version, newer.Spec.Replaces = "widgets-v2", "2.0.0", "widgets-v1"
+		for i := range newer.Spec.WebhookDefinitions {
+			newer.Spec.WebhookDefinitions[i].DeploymentName = "widget-webhook-v2"
+		}
+		newer.Spec.Install.Spec.Deployments[0].Name = "widget-webhook-v2"
+		newName := desired.AdmissionConfigurationName(newer)
+		Expect(k8s.Create(ctx, newer)).To(Succeed())
+		eventuallyPhase(ctx, ns, "widgets-v2", v1alpha1.PhaseInstalling, v1alpha1.ReasonDeploymentUnavailable)
+		eventuallyPhase(ctx, ns, "widgets-v1", v1alpha1.PhaseReplacing, v1alpha1.ReasonReplacing)
+		Consistently(func(g Gomega) {
+			g.Expect(liveValidatingIn(ctx, g, oldName).Webhooks[0].ClientConfig.Service.Name).To(Equal("widget-webhook-v1-service"))
+			g.Expect(apierrors.IsNotFound(k8s.Get(ctx, client.ObjectKey{Name: newName}, &admissionregistrationv1.ValidatingWebhookConfiguration{}))).To(BeTrue())
+		}, 2*time.Second, 200*time.Millisecond).Should(Succeed())
+
+		By("letting the new webhook serve: it registers its own, then the old install deletes its configurations, then its workloads")
+		cluster.Kubelet.Serve(ns, "widget-webhook-v2", testcluster.HandlerHost{Handler: webhookMux(&reviewer{}, &reviewer{})})
+		eventuallyPhase(ctx, ns, "widgets-v2", v1alpha1.PhaseSucceeded, v1alpha1.ReasonSucceeded)
+		eventuallyPhase(ctx, ns, "widgets-v1", v1alpha1.PhaseReplaced, v1alpha1.ReasonReplaced)
+		Expect(liveValidating(ctx, newName).Webhooks[0].ClientConfig.Service.Name).To(Equal("widget-webhook-v2-service"))
+		Expect(liveMutating(ctx, newName).Webhooks[0].ClientConfig.Service.Name).To(Equal("widget-webhook-v2-service"))
+		events, _, err := cluster.AuditEvents(start)
+		Expect(err).NotTo(HaveOccurred())
+		workloads := append(operatorRequests(events, "delete", "deployments", "", "widget-webhook-v1"), operatorRequests(events, "delete", "services", "", "widget-webhook-v1-service")...)
+		Expect(workloads).To(HaveLen(2), "the old Deployment's and Service's deletion")
+		for _, resource := range []string{"validatingwebhookconfigurations", "mutatingwebhookconfigurations"} {
+			registered := operatorRequests(events, "", resource, "", newName)
+			Expect(registered).NotTo(BeEmpty(), "the new install's %s", resource)
+			deleted := operatorRequests(events, "delete", resource, "", oldName)
+			Expect(deleted).To(HaveLen(1), "the old install's %s deleted", resource)
+			Expect(deleted[0].Received).To(BeTemporally(">", registered[0].Completed), "%s: the webhooks are never unregistered during the upgrade", resource)
+			for _, w := range workloads {
+				Expect(deleted[0].Completed).To(BeTemporally("<", w.Received), "%s deleted after the old %s", resource, w.ObjectRef.Resource)
+			}
+		}
+		for _, obj := range admissionObjects() {
+			Expect(apierrors.IsNotFound(k8s.Get(ctx, client.ObjectKey{Name: oldName}, obj))).To(BeTrue(), "the old %T is gone", obj)
+		}
+	})
+})
+
 // expectIdleResync waits until the install's passes settle (two 2 s
 // windows without a write in its namespace or to its configurations),
 // wakes it with an annotation, and expects the pass to write nothing: its
