@@ -27,11 +27,11 @@ var _ = Describe("hookwright audit", func() {
 		Expect(k8s.Create(ctx, f.install())).To(Succeed())
 		op := startOperator(newCrashAfter(f.ns, nil))
 		Eventually(func(g Gomega) { f.settled(ctx, g) }).Should(Succeed())
-		var beforeManual time.Time
-		for i, request := range []string{"serving: audit 1", "ca: audit 2", "serving: audit 3"} {
-			if i == 0 {
-				beforeManual = time.Now().Truncate(time.Second)
-			}
+		// Rotation times have one-second precision: start the manual ones in
+		// a later second than the install's first certificates.
+		beforeManual := time.Now().Truncate(time.Second).Add(time.Second)
+		time.Sleep(time.Until(beforeManual))
+		for _, request := range []string{"serving: audit 1", "ca: audit 2", "serving: audit 3"} {
 			f.requestRotation(ctx, request)
 			Eventually(func(g Gomega) {
 				whi := f.settled(ctx, g)
