@@ -10,6 +10,7 @@ import (
 	"time"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	authorizationv1 "k8s.io/api/authorization/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -115,11 +116,26 @@ func (r *WebhookInstallReconciler) verifyAdmissionWebhook(ctx context.Context, s
 		v.static = true
 		return v
 	}
-	target, why := chooseAdmissionDryRun(def, r.Client.RESTMapper(), r.crdStorageVersion(ctx), verifyNamespaces(s.install.Namespace, a.excluded))
-	if target == nil {
+	candidates, why := admissionDryRunCandidates(def, r.Client.RESTMapper(), r.crdStorageVersion(ctx), verifyNamespaces(s.install.Namespace, a.excluded))
+	if len(candidates) == 0 {
 		v := notVerified(v1alpha1.ReasonAdmissionNotVerified, why)
 		v.static = true
 		return v
+	}
+	var target *admissionDryRun
+	var refused string
+	for _, c := range candidates {
+		allowed, denied := r.mayCreate(ctx, c)
+		if allowed {
+			target = c
+			break
+		}
+		if refused == "" {
+			refused = denied
+		}
+	}
+	if target == nil {
+		return forbiddenDryRun(candidates[0], refused)
 	}
 	dctx, cancel := context.WithTimeout(ctx, admissionDryRunTimeout)
 	defer cancel()
@@ -183,13 +199,53 @@ func classifyAdmissionDryRun(err error, webhook string, target *admissionDryRun)
 		v.static = true
 		return v
 	case apierrors.IsForbidden(err) && strings.Contains(msg, "cannot create resource"):
-		return admissionVerdict{state: v1alpha1.AdmissionUnverified, reason: v1alpha1.ReasonVerificationForbidden, forbidden: true,
-			message: fmt.Sprintf("registered, but Hookwright may not dry-run create %s (%s) to verify it through the API server (%s). "+
-				"Grant its ServiceAccount the verb create on %s with a ClusterRole and ClusterRoleBinding (as examples/crontab/verifier-rbac.yaml does)",
-				target.resource, target, msg, target.resource)}
+		return forbiddenDryRun(target, msg)
 	}
 	return notVerified(v1alpha1.ReasonAdmissionNotVerified, fmt.Sprintf("the API server refused a dry-run create of %s without an answer of webhook %s "+
 		"(another webhook or policy, or the object's validation, came first): %s; verification runs again", target, webhook, msg))
+}
+
+// forbiddenDryRun: RBAC forbids Hookwright the dry run; the message says
+// what to grant.
+func forbiddenDryRun(target *admissionDryRun, cause string) admissionVerdict {
+	return admissionVerdict{state: v1alpha1.AdmissionUnverified, reason: v1alpha1.ReasonVerificationForbidden, forbidden: true,
+		message: fmt.Sprintf("registered, but Hookwright may not dry-run create %s (%s) to verify it through the API server (%s). "+
+			"Grant its ServiceAccount the verb create on %s with a ClusterRole and ClusterRoleBinding (as examples/crontab/verifier-rbac.yaml does)",
+			target.resource, target, cause, target.resource)}
+}
+
+// mayCreate asks the API server, with a SubjectAccessReview for
+// Hookwright's own ServiceAccount (Authority), whether Hookwright may
+// create what target names, so that a verification RBAC forbids makes no
+// request the API server refuses (a 403 in the audit log is what admins
+// alert on). With no known identity, or when the review itself fails, it
+// answers yes: the dry run tells. denied says why not.
+func (r *WebhookInstallReconciler) mayCreate(ctx context.Context, target *admissionDryRun) (allowed bool, denied string) {
+	if r.Authority.Namespace == "" || r.Authority.ServiceAccount == "" {
+		return true, ""
+	}
+	sar := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
+		User:   "system:serviceaccount:" + r.Authority.Namespace + ":" + r.Authority.ServiceAccount,
+		Groups: []string{"system:serviceaccounts", "system:serviceaccounts:" + r.Authority.Namespace, "system:authenticated"},
+		ResourceAttributes: &authorizationv1.ResourceAttributes{
+			Verb: "create", Group: target.gvk.Group, Version: target.gvk.Version, Resource: target.plural, Namespace: target.namespace,
+		},
+	}}
+	if err := r.Client.Create(ctx, sar); err != nil {
+		return true, ""
+	}
+	if sar.Status.Allowed {
+		return true, ""
+	}
+	where := "at the cluster scope"
+	if target.namespace != "" {
+		where = "in namespace " + target.namespace
+	}
+	denied = fmt.Sprintf("RBAC does not allow ServiceAccount %s/%s to create %s %s", r.Authority.Namespace, r.Authority.ServiceAccount, target.resource, where)
+	if sar.Status.Reason != "" {
+		denied += ": " + sar.Status.Reason
+	}
+	return false, denied
 }
 
 // admissionStillVerified: the status says verified for this generation
@@ -266,6 +322,7 @@ func (r *WebhookInstallReconciler) crdStorageVersion(ctx context.Context) func(g
 // admissionDryRun is what a verification dry-run creates.
 type admissionDryRun struct {
 	gvk       schema.GroupVersionKind
+	plural    string // the resource
 	resource  string // <plural>.<group>, or <plural> in the core group
 	namespace string // "" for a cluster-scoped resource
 	labels    map[string]string
@@ -291,15 +348,16 @@ func (t *admissionDryRun) object() *unstructured.Unstructured {
 	return obj
 }
 
-// chooseAdmissionDryRun picks what to dry-run create so that def's webhook
-// sees the request: a resource its rules match with CREATE (or '*'),
-// named concretely (no wildcard group or resource, no subresource) and
-// served (resolved through mapper), namespaced ones first, in the first
-// of namespaces (those the webhook's namespaceSelector does not exclude);
-// for a CRD's resource, at its storage version when the rule matches it
-// (no conversion involved). It says why when there is none.
-func chooseAdmissionDryRun(def v1alpha1.WebhookDefinition, mapper meta.RESTMapper, storageVersion func(group, resource string) string, namespaces []string) (*admissionDryRun, string) {
-	var clusterScoped *admissionDryRun
+// admissionDryRunCandidates lists, best first, what to dry-run create so
+// that def's webhook sees the request: resources its rules match with
+// CREATE (or '*'), named concretely (no wildcard group or resource, no
+// subresource) and served (resolved through mapper), namespaced ones
+// first, in the first of namespaces (those the webhook's namespaceSelector
+// does not exclude), then cluster-scoped ones; for a CRD's resource, at
+// its storage version when the rule matches it (no conversion involved).
+// It says why when there is none.
+func admissionDryRunCandidates(def v1alpha1.WebhookDefinition, mapper meta.RESTMapper, storageVersion func(group, resource string) string, namespaces []string) ([]*admissionDryRun, string) {
+	var namespaced, clusterScoped []*admissionDryRun
 	var skipped []string
 	creates := false
 	for _, rule := range def.AdmissionRules() {
@@ -319,29 +377,26 @@ func chooseAdmissionDryRun(def v1alpha1.WebhookDefinition, mapper meta.RESTMappe
 					skipped = append(skipped, name+" (not one concrete resource)")
 					continue
 				}
-				gvk, namespaced, err := resolveRuleResource(mapper, rule, group, resource, storageVersion(group, resource), ptr.Deref(def.MatchPolicy, admissionregistrationv1.Equivalent))
+				gvk, isNamespaced, err := resolveRuleResource(mapper, rule, group, resource, storageVersion(group, resource), ptr.Deref(def.MatchPolicy, admissionregistrationv1.Equivalent))
 				if err != nil {
 					skipped = append(skipped, fmt.Sprintf("%s (%v)", name, err))
 					continue
 				}
-				t := &admissionDryRun{gvk: gvk, resource: name, labels: selectorLabels(def.ObjectSelector)}
-				if !namespaced {
-					if clusterScoped == nil {
-						clusterScoped = t
-					}
-					continue
-				}
-				if len(namespaces) == 0 {
+				t := &admissionDryRun{gvk: gvk, plural: resource, resource: name, labels: selectorLabels(def.ObjectSelector)}
+				switch {
+				case !isNamespaced:
+					clusterScoped = append(clusterScoped, t)
+				case len(namespaces) == 0:
 					skipped = append(skipped, name+" (its namespaceSelector excludes every namespace Hookwright would use)")
-					continue
+				default:
+					t.namespace = namespaces[0]
+					namespaced = append(namespaced, t)
 				}
-				t.namespace = namespaces[0]
-				return t, ""
 			}
 		}
 	}
-	if clusterScoped != nil {
-		return clusterScoped, ""
+	if candidates := append(namespaced, clusterScoped...); len(candidates) > 0 {
+		return candidates, ""
 	}
 	if !creates {
 		return nil, "no rule matches CREATE, the only operation Hookwright can dry-run without an object of someone's to change; verify the webhook with a dry-run request of your own"

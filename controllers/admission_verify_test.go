@@ -179,7 +179,7 @@ func TestClassifyAdmissionProbe(t *testing.T) {
 	}
 }
 
-func TestChooseAdmissionDryRun(t *testing.T) {
+func TestAdmissionDryRunCandidates(t *testing.T) {
 	mapper := meta.NewDefaultRESTMapper(nil)
 	mapper.Add(schema.GroupVersionKind{Version: "v1", Kind: "Pod"}, meta.RESTScopeNamespace)
 	mapper.Add(schema.GroupVersionKind{Version: "v1", Kind: "ConfigMap"}, meta.RESTScopeNamespace)
@@ -221,7 +221,11 @@ func TestChooseAdmissionDryRun(t *testing.T) {
 			[]string{"default"},
 			&admissionDryRun{gvk: schema.GroupVersionKind{Version: "v1", Kind: "Pod"}, resource: "pods", namespace: "default",
 				labels: map[string]string{"app": "x", "tier": "web", "team": "hookwright-verify"}}, ""},
-		{"namespaced first, cluster-scoped when nothing else",
+		{"namespaced first",
+			v1alpha1.WebhookDefinition{Rules: []v1alpha1.AdmissionRule{rule(create, "", "*", "namespaces", "configmaps")}},
+			[]string{"default"},
+			&admissionDryRun{gvk: schema.GroupVersionKind{Version: "v1", Kind: "ConfigMap"}, resource: "configmaps", namespace: "default"}, ""},
+		{"cluster-scoped when nothing else",
 			v1alpha1.WebhookDefinition{Rules: []v1alpha1.AdmissionRule{rule(create, "", "*", "namespaces", "configmaps")}},
 			nil,
 			&admissionDryRun{gvk: schema.GroupVersionKind{Version: "v1", Kind: "Namespace"}, resource: "namespaces"}, ""},
@@ -238,12 +242,18 @@ func TestChooseAdmissionDryRun(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, why := chooseAdmissionDryRun(tt.def, mapper, storage, tt.namespaces)
+			candidates, why := admissionDryRunCandidates(tt.def, mapper, storage, tt.namespaces)
+			var got *admissionDryRun
+			if len(candidates) > 0 {
+				got = candidates[0]
+			}
 			switch {
 			case tt.want == nil && got != nil:
 				t.Fatalf("chose %+v, want none (%s)", got, tt.why)
 			case tt.want != nil && (got == nil || got.gvk != tt.want.gvk || got.resource != tt.want.resource || got.namespace != tt.want.namespace || !mapsEqual(got.labels, tt.want.labels)):
 				t.Fatalf("chose %+v (%s), want %+v", got, why, tt.want)
+			case got != nil && got.resource != got.plural && !strings.HasPrefix(got.resource, got.plural+"."):
+				t.Errorf("resource %q and plural %q disagree", got.resource, got.plural)
 			case !strings.Contains(why, tt.why):
 				t.Errorf("why = %q, want it to contain %q", why, tt.why)
 			}

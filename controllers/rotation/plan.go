@@ -1,14 +1,17 @@
 // Package rotation decides, as a pure function of what is stored in the
 // cluster, the next step of a webhook Service's certificate lifecycle.
-// Every input is read from Secrets, CRDs and the Deployment, never kept in
-// memory, so an operator restarted at any step resumes where it stopped.
+// Every input is read from Secrets, CRDs, admission configurations and the
+// Deployment, never kept in memory, so an operator restarted at any step
+// resumes where it stopped.
 //
-// A CA rotation is ordered so that no conversion fails:
+// A CA rotation is ordered so that no conversion and no admission call
+// fails:
 //
 //  1. StartCARotation: a new CA is stored as "next".
-//  2. The CRDs' caBundle becomes [active, next] (the conversion step derives
-//     the bundle from the CA Secret).
-//  3. Promote, once every CRD has had next for SettleTime and the executor
+//  2. Every caBundle the install writes, its CRDs' and its admission
+//     webhooks', becomes [active, next] (the conversion and admission steps
+//     derive the bundle from the CA Secret).
+//  3. Promote, once every one has had next for SettleTime and the executor
 //     has proven that the API server loaded that caBundle: serving
 //     certificates are issued from next, which becomes active; the old CA
 //     becomes "previous" until PruneAt.
@@ -22,7 +25,7 @@
 // The executor's proofs (controllers/trustprobe.go) are checks that fail
 // when what they confirm is false; the planner only says when to ask.
 //
-// The CA Secret is not the only record of trust: the CRDs' caBundle says
+// The CA Secret is not the only record of trust: the caBundles say
 // what the API server trusts now (Observed.Known). When the CA Secret is
 // lost, damaged or overwritten, that trust is kept as previous (KeepTrust)
 // and leaves through the same ordered path: the serving certificate moves
@@ -42,8 +45,8 @@ import (
 )
 
 // SettleTime is how long a newly published caBundle must have been on
-// every CRD before anything relies on it: the API server loads CRD changes
-// asynchronously.
+// every CRD and admission configuration before anything relies on it: the
+// API server loads their changes asynchronously.
 const SettleTime = 2 * time.Second
 
 // Observed is the state of one webhook Service, as stored in the cluster.
@@ -63,12 +66,14 @@ type Observed struct {
 
 	// Known are the CAs the API server trusts now for the Service, whether
 	// or not the CA Secret holds them: the caBundle of every CRD that
-	// converts through it. (The serving Secret's ca.crt is no source:
-	// whoever can write that Secret could add a CA never trusted before.)
+	// converts through it and every admission webhook that calls it. (The
+	// serving Secret's ca.crt is no source: whoever can write that Secret
+	// could add a CA never trusted before.)
 	Known []*x509.Certificate
 
-	// NextTrustedFor is how long every CRD of the Service has had Next in
-	// its caBundle; zero when some CRD does not have it yet.
+	// NextTrustedFor is how long every CRD and registered admission webhook
+	// of the Service has had Next in its caBundle; zero when one does not
+	// have it yet.
 	NextTrustedFor time.Duration
 	// ActiveTrustedFor is the same for Active.
 	ActiveTrustedFor time.Duration
@@ -143,7 +148,7 @@ const (
 //     (Step 0 keeps no expired CA either, for the same reason.)
 //     2b. The serving certificate chains to Previous, not Active (kept trust,
 //     or a restart between promotion's two writes): move it to Active once
-//     every CRD has had Active for SettleTime (MoveServing).
+//     every caBundle has had Active for SettleTime (MoveServing).
 //  3. The serving certificate cannot be presented at all (missing,
 //     unusable, signed by another CA, wrong names, expired): repair it
 //     from the active CA, even a due one. This is the exception: the
@@ -220,7 +225,7 @@ func Plan(o Observed) Action {
 			return Action{Kind: IssueServing, Reason: string(serving.Reason), Message: serving.Message}
 		}
 		if o.NextTrustedFor == 0 {
-			return Action{Kind: Wait, Message: "publishing the new CA in every CRD's caBundle", DueAt: wakeAt(o)}
+			return Action{Kind: Wait, Message: "publishing the new CA in every caBundle (CRDs and admission configurations)", DueAt: wakeAt(o)}
 		}
 		return Action{Kind: Wait, Message: "letting the API server load the new caBundle", DueAt: earliest(o.Now.Add(SettleTime-o.NextTrustedFor), wakeAt(o))}
 	}
@@ -359,9 +364,9 @@ func earliest(a, b time.Time) time.Time {
 	return b
 }
 
-// Bundle is the caBundle the CRDs must carry: every CA a serving
-// certificate in use may chain to, oldest first, so the bytes do not
-// change when Next becomes active and the set stays the same.
+// Bundle is the caBundle the CRDs and admission configurations must carry:
+// every CA a serving certificate in use may chain to, oldest first, so the
+// bytes do not change when Next becomes active and the set stays the same.
 func Bundle(active, next *certs.CA, previous ...*x509.Certificate) []byte {
 	var cas []*x509.Certificate
 	for _, c := range append([]*x509.Certificate{certOf(active), certOf(next)}, previous...) {
