@@ -110,7 +110,7 @@ var trustProbeMu sync.Mutex
 
 var trustProbesTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
 	Name: "hookwright_trust_probes_total",
-	Help: "Trust probes through the API server, by what they gated (promote, move, prune) and result (Trusted, Untrusted, Unreachable, Inconclusive, Unavailable).",
+	Help: "Trust probes through the API server (through the probe CRD or the probe admission configurations), by what they gated (promote, move, prune) or verified (verify: an admission webhook with failurePolicy Ignore) and result (Trusted, Untrusted, Unreachable, Inconclusive, Unavailable).",
 }, []string{"gate", "result"})
 
 func init() {
