@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -45,6 +46,10 @@ func list(ctx context.Context, version string) (*unstructured.UnstructuredList, 
 	return l, cluster.Client.List(ctx, l, client.InNamespace("default"))
 }
 
+// With a context and no timeout of its own, Eventually waits until the
+// context ends, which for a spec without SpecTimeout is never: each one
+// here sets a timeout.
+
 // exampleInstall is examples/crontab/webhookinstall.yaml, its three
 // webhooks (conversion, validating, mutating) served by one binary.
 func exampleInstall() *v1alpha1.WebhookInstall {
@@ -70,7 +75,7 @@ func setWebhookDefinitions(ctx context.Context, defs []v1alpha1.WebhookDefinitio
 		whi := exampleStatus(ctx, g)
 		whi.Spec.WebhookDefinitions = defs
 		g.Expect(cluster.Client.Update(ctx, whi)).To(Succeed())
-	}).WithContext(ctx).Should(Succeed())
+	}).WithContext(ctx).WithTimeout(2 * time.Minute).Should(Succeed())
 }
 
 // webhookNamed finds an admission webhook by name in the cluster's
@@ -107,6 +112,16 @@ var _ = Describe("The CronTab example installed by Hookwright", Ordered, func() 
 		crd := &apiextensionsv1.CustomResourceDefinition{}
 		readManifest("examples/crontab/crd.yaml", crd)
 		Expect(cluster.Client.Create(ctx, crd)).To(Succeed())
+		// The author's verifier ClusterRole: Hookwright checks with a
+		// SubjectAccessReview that its ServiceAccount may dry-run create
+		// CronTabs before it verifies the admission webhooks.
+		raw, err := os.ReadFile(filepath.Join("..", "..", "examples", "crontab", "verifier-rbac.yaml"))
+		Expect(err).NotTo(HaveOccurred())
+		for _, doc := range strings.Split(string(raw), "\n---\n") {
+			obj := &unstructured.Unstructured{}
+			Expect(yaml.Unmarshal([]byte(doc), &obj.Object)).To(Succeed())
+			Expect(client.IgnoreAlreadyExists(cluster.Client.Create(ctx, obj))).To(Succeed())
+		}
 		whi := exampleInstall()
 		Expect(cluster.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: whi.Namespace}})).To(Succeed())
 
@@ -133,7 +148,7 @@ var _ = Describe("The CronTab example installed by Hookwright", Ordered, func() 
 				g.Expect(c).NotTo(BeNil(), "condition %s", typ)
 				g.Expect(c.Status).To(Equal(metav1.ConditionTrue), "%s: %s: %s", typ, c.Reason, c.Message)
 			}
-		}).WithContext(ctx).Should(Succeed())
+		}).WithContext(ctx).WithTimeout(2 * time.Minute).Should(Succeed())
 
 		By("pointing both admission webhooks at the install's Service, with the caBundle the CRD's conversion has")
 		Eventually(func(g Gomega) {
@@ -152,7 +167,7 @@ var _ = Describe("The CronTab example installed by Hookwright", Ordered, func() 
 				g.Expect(cc.Service.Path).To(HaveValue(Equal(path)))
 				g.Expect(cc.CABundle).To(Equal(conversion.CABundle))
 			}
-		}).WithContext(ctx).Should(Succeed())
+		}).WithContext(ctx).WithTimeout(2 * time.Minute).Should(Succeed())
 	})
 
 	It("refuses an invalid schedule through its validating webhook, with what is wrong and a valid example", func(ctx context.Context) {
@@ -246,13 +261,13 @@ var _ = Describe("The CronTab example installed by Hookwright", Ordered, func() 
 		setWebhookDefinitions(ctx, withoutValidation)
 		Eventually(func() error {
 			return cluster.Client.Create(ctx, cronTab("v1", "broken-schedule", map[string]any{"cronSpec": "* *", "image": "x"}))
-		}).WithContext(ctx).Should(Succeed(), "Hookwright removes the validating webhook the install no longer lists")
+		}).WithContext(ctx).WithTimeout(2*time.Minute).Should(Succeed(), "Hookwright removes the validating webhook the install no longer lists")
 
 		By("upgrading back: the validating webhook refuses new invalid schedules again, and lets the stored one be relabelled")
 		setWebhookDefinitions(ctx, full)
 		Eventually(func() error {
 			return cluster.Client.Create(ctx, cronTab("v1", "broken-again", map[string]any{"cronSpec": "* *", "image": "x"}), client.DryRunAll)
-		}).WithContext(ctx).Should(MatchError(ContainSubstring(`admission webhook "` + validatingWebhook + `" denied the request`)))
+		}).WithContext(ctx).WithTimeout(2 * time.Minute).Should(MatchError(ContainSubstring(`admission webhook "` + validatingWebhook + `" denied the request`)))
 		stored := cronTab("v1", "broken-schedule", nil)
 		Expect(cluster.Client.Get(ctx, client.ObjectKeyFromObject(stored), stored)).To(Succeed())
 		patch := client.MergeFrom(stored.DeepCopy())
@@ -302,6 +317,6 @@ var _ = Describe("The CronTab example installed by Hookwright", Ordered, func() 
 			defaulted := cronTab("v1", "after-rotation", map[string]any{"cronSpec": "0 * * * *"})
 			g.Expect(cluster.Client.Create(ctx, defaulted, client.DryRunAll)).To(Succeed())
 			g.Expect(defaulted.Object["spec"]).To(HaveKeyWithValue("image", crontab.DefaultImage))
-		}).WithContext(ctx).Should(Succeed())
+		}).WithContext(ctx).WithTimeout(2 * time.Minute).Should(Succeed())
 	})
 })
