@@ -106,8 +106,9 @@ func notVerified(reason, message string) admissionVerdict {
 // verifyAdmissionWebhook dry-run creates an object the webhook must see
 // and classifies the API server's answer. With failurePolicy Ignore the
 // API server admits a request whose call failed, so an admitted dry run
-// proves nothing there: the trust probe then calls the webhook at its
-// path with the same caBundle and failurePolicy Fail.
+// (or one another webhook refused) proves nothing there: the trust probe
+// then calls the webhook at its path with the same caBundle and
+// failurePolicy Fail.
 func (r *WebhookInstallReconciler) verifyAdmissionWebhook(ctx context.Context, s *installState, a *admissionState) admissionVerdict {
 	def := a.definition
 	if se := ptr.Deref(def.SideEffects, ""); se != admissionregistrationv1.SideEffectClassNone && se != admissionregistrationv1.SideEffectClassNoneOnDryRun {
@@ -141,7 +142,8 @@ func (r *WebhookInstallReconciler) verifyAdmissionWebhook(ctx context.Context, s
 	defer cancel()
 	err := r.Client.Create(dctx, target.object(), client.DryRunAll)
 	v := classifyAdmissionDryRun(err, a.name, target)
-	if !v.admittedOnly || ptr.Deref(def.FailurePolicy, admissionregistrationv1.Fail) == admissionregistrationv1.Fail {
+	inconclusive := v.admittedOnly || (v.state == v1alpha1.AdmissionUnverified && !v.forbidden && !v.static)
+	if !inconclusive || ptr.Deref(def.FailurePolicy, admissionregistrationv1.Fail) == admissionregistrationv1.Fail {
 		return v
 	}
 	svc := s.services[a.webhook.Service]
@@ -150,9 +152,26 @@ func (r *WebhookInstallReconciler) verifyAdmissionWebhook(ctx context.Context, s
 	}
 	res := r.probeAdmissionTrust(ctx, newAdmissionProbeTarget(a.kind, a.clientConfigWith(s.install.Namespace, svc.bundle()), def.AdmissionReviewVersions))
 	trustProbesTotal.WithLabelValues("verify", string(res.verdict)).Inc()
-	ignore := fmt.Sprintf("the API server admitted a dry-run create of %s; with failurePolicy Ignore it admits a request whose call failed, so Hookwright's trust probe called the webhook at its path with the same caBundle and failurePolicy Fail", target)
+	outcome := "admitted"
+	if err != nil {
+		outcome = "refused by another webhook, a policy or validation: " + err.Error()
+	}
+	ignore := fmt.Sprintf("with failurePolicy Ignore the API server admits a request whose call failed, so a dry-run create of %s (%s) shows nothing; "+
+		"Hookwright's trust probe called the webhook at its path with the same caBundle and failurePolicy Fail", target, outcome)
 	switch res.verdict {
 	case trustProven:
+		// The probe's answer may be a 404 or an error status: the webhook
+		// is trusted, and as broken as with failurePolicy Fail.
+		switch c := classifyAdmissionError(res.message, admissionProbeWebhook(a.kind)); c.reason {
+		case v1alpha1.ReasonWebhookPathNotFound:
+			return admissionVerdict{state: v1alpha1.AdmissionFailed, reason: c.reason, trusted: true,
+				message: ignore + ": it answered 404 Not Found, so every call fails open: the install's webhookPath must name the path the webhook serves " +
+					"(the API server trusted its certificate, so certificate rotations go on): " + res.message}
+		case reasonWebhookErrored:
+			return admissionVerdict{state: v1alpha1.AdmissionFailed, reason: c.reason, trusted: true,
+				message: ignore + ": it answered with an error instead of an admission review, so every call fails open " +
+					"(the API server trusted its certificate, so certificate rotations go on): " + res.message}
+		}
 		return admissionVerdict{state: v1alpha1.AdmissionVerified, trusted: true, message: ignore + ": it answered"}
 	case trustUntrusted:
 		return admissionVerdict{state: v1alpha1.AdmissionFailed, reason: v1alpha1.ReasonWebhookUntrusted,

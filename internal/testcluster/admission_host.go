@@ -20,14 +20,24 @@ const AdmissionAnnotation = "admission.hookwright.test/mutated-by"
 // served. With Mutate, it also returns a JSONPatch that sets the
 // annotation AdmissionAnnotation to Name (replacing metadata.annotations,
 // which a dry-run object of a test does not need). Deny makes it refuse
-// requests for objects of one name, with a message.
+// requests for objects of one name, DenyAll for every object, with a
+// message.
 type AdmissionReviewer struct {
 	Name   string
 	Mutate bool
 	Calls  atomic.Int64
 
-	mu   sync.Mutex
-	deny map[string]string // object name -> denial message
+	mu      sync.Mutex
+	deny    map[string]string // object name -> denial message
+	denyAll string
+}
+
+// DenyAll makes the reviewer refuse every object with message; an empty
+// message stops it.
+func (a *AdmissionReviewer) DenyAll(message string) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.denyAll = message
 }
 
 // Deny makes the reviewer refuse objects named name with message; an
@@ -48,6 +58,9 @@ func (a *AdmissionReviewer) Deny(name, message string) {
 func (a *AdmissionReviewer) denial(name string) string {
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	if a.denyAll != "" {
+		return a.denyAll
+	}
 	return a.deny[name]
 }
 
