@@ -303,7 +303,7 @@ type admissionCall struct {
 	// denied: the webhook's own denial.
 	denied bool
 	// reason: WebhookUntrusted, WebhookUnreachable, WebhookPathNotFound or
-	// reasonWebhookErrored when the call failed; "" for a denial, or for
+	// v1alpha1.ReasonWebhookErrored when the call failed; "" for a denial, or for
 	// a message not about the webhook.
 	reason string
 	// postURL and cause: a call that failed before any answer,
@@ -346,7 +346,7 @@ func classifyAdmissionError(msg, webhook string) admissionCall {
 		if strings.Contains(m[2], "the server could not find the requested resource") {
 			return admissionCall{ours: true, trusted: true, reason: v1alpha1.ReasonWebhookPathNotFound}
 		}
-		return admissionCall{ours: true, trusted: true, reason: reasonWebhookErrored}
+		return admissionCall{ours: true, trusted: true, reason: v1alpha1.ReasonWebhookErrored}
 	}
 	if m := admissionDenied.FindStringSubmatch(msg); m != nil {
 		return admissionCall{ours: m[1] == webhook, trusted: m[1] == webhook, denied: m[1] == webhook}

@@ -23,12 +23,6 @@ import (
 	"github.com/hookwright/hookwright/certs"
 )
 
-// reasonWebhookErrored: the API server reached and trusted the admission
-// webhook, which answered with an error status or a review the API server
-// could not read; trust is proven, so rotations go on.
-// TODO(core): move to api/v1alpha1/conditions.go as ReasonWebhookErrored.
-const reasonWebhookErrored = "WebhookErrored"
-
 // admissionDryRunTimeout bounds one verification dry-run: the API server
 // waits up to 30 s per webhook (timeoutSeconds), mutating then validating.
 const admissionDryRunTimeout = 45 * time.Second
@@ -167,7 +161,7 @@ func (r *WebhookInstallReconciler) verifyAdmissionWebhook(ctx context.Context, s
 			return admissionVerdict{state: v1alpha1.AdmissionFailed, reason: c.reason, trusted: true,
 				message: ignore + ": it answered 404 Not Found, so every call fails open: the install's webhookPath must name the path the webhook serves " +
 					"(the API server trusted its certificate, so certificate rotations go on): " + res.message}
-		case reasonWebhookErrored:
+		case v1alpha1.ReasonWebhookErrored:
 			return admissionVerdict{state: v1alpha1.AdmissionFailed, reason: c.reason, trusted: true,
 				message: ignore + ": it answered with an error instead of an admission review, so every call fails open " +
 					"(the API server trusted its certificate, so certificate rotations go on): " + res.message}
@@ -209,7 +203,7 @@ func classifyAdmissionDryRun(err error, webhook string, target *admissionDryRun)
 		return admissionVerdict{state: v1alpha1.AdmissionFailed, reason: c.reason, trusted: true,
 			message: fmt.Sprintf("the webhook answered 404 Not Found to a dry-run create of %s: the install's webhookPath must name the path the webhook serves "+
 				"(the API server trusted its certificate, so certificate rotations go on): %s", target, msg)}
-	case c.reason == reasonWebhookErrored:
+	case c.reason == v1alpha1.ReasonWebhookErrored:
 		return admissionVerdict{state: v1alpha1.AdmissionFailed, reason: c.reason, trusted: true,
 			message: fmt.Sprintf("the webhook answered a dry-run create of %s with an error instead of an admission review "+
 				"(the API server trusted its certificate, so certificate rotations go on): %s", target, msg)}
