@@ -76,7 +76,7 @@ func (r *WebhookInstallReconciler) keepState(ctx context.Context, s *installStat
 	i := slices.IndexFunc(s.webhooks, func(w desired.Webhook) bool { return w.Service == ref.Name })
 	if i < 0 {
 		d := slices.IndexFunc(s.install.Spec.Install.Spec.Deployments, func(d operatorsv1alpha1.StrategyDeploymentSpec) bool {
-			return desired.ServiceName(d.Name) == ref.Name
+			return desired.IsServiceOf(d.Name, ref.Name)
 		})
 		if d < 0 {
 			return nil, nil
@@ -223,7 +223,7 @@ func (r *WebhookInstallReconciler) refuseAdoptingKept(ctx context.Context, s *in
 		}
 		service := crd.Spec.Conversion.Webhook.ClientConfig.Service.Name
 		for _, d := range s.install.Spec.Install.Spec.Deployments {
-			if desired.ServiceName(d.Name) == service {
+			if desired.IsServiceOf(d.Name, service) {
 				s.stop(v1alpha1.PhaseFailed, v1alpha1.ReasonKeptServiceTaken, fmt.Sprintf(
 					"WebhookInstall %s keeps serving CRD %s, which this install does not list, through service %s of deployment %s (%s; conversion None is unsafe). "+
 						"This install would take deployment %s over: list CRD %s in this install's conversionCRDs (it then takes the CRD over too), give the deployment another name, "+

@@ -272,7 +272,7 @@ type webhookCommon struct {
 }
 
 func common(install *v1alpha1.WebhookInstall, def v1alpha1.WebhookDefinition, bundle func(string) []byte, lockout LockoutPolicy) webhookCommon {
-	service := ServiceName(def.DeploymentName)
+	service := InstallServiceName(install, def.DeploymentName)
 	rules := make([]admissionregistrationv1.RuleWithOperations, 0, len(def.Rules))
 	for _, r := range def.AdmissionRules() {
 		r = *r.DeepCopy()

@@ -1,11 +1,15 @@
 package desired
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"regexp"
 	"strings"
 	"testing"
 
 	"k8s.io/apimachinery/pkg/util/validation"
+
+	v1alpha1 "github.com/hookwright/hookwright/api/v1alpha1"
 )
 
 func TestServiceName(t *testing.T) {
@@ -110,5 +114,69 @@ func TestSecretNames(t *testing.T) {
 	}
 	if got, want := CASecretName("crontab-webhook-service"), "crontab-webhook-service-ca"; got != want {
 		t.Errorf("CASecretName = %q, want %q", got, want)
+	}
+}
+
+// releasedDNS1035 is dns1035 as released up to 77796ec
+// (hack/previous-release), verbatim: a 32-bit hash suffix.
+func releasedDNS1035(name string) string {
+	var b strings.Builder
+	for _, r := range strings.ToLower(name) {
+		switch {
+		case r >= 'a' && r <= 'z', r >= '0' && r <= '9', r == '-':
+			b.WriteRune(r)
+		default:
+			b.WriteRune('-')
+		}
+	}
+	out := strings.Trim(b.String(), "-")
+	if out == "" || out[0] < 'a' || out[0] > 'z' {
+		out = "w-" + out
+	}
+	if len(out) > 63 {
+		sum := sha256.Sum256([]byte(name))
+		out = strings.TrimRight(out[:54], "-") + "-" + hex.EncodeToString(sum[:4])
+	}
+	return out
+}
+
+// TestNamesOfAnEarlierReleaseAreKept: an install whose Service an earlier
+// release named keeps that Service and its Secrets after an upgrade
+// (renaming them would reissue its certificates and re-point its CRDs).
+func TestNamesOfAnEarlierReleaseAreKept(t *testing.T) {
+	long := "widget-conversion-webhook-deployment-with-a-rather-long-name"
+	released := releasedDNS1035(strings.ReplaceAll(long, ".", "-") + "-service")
+	if released == ServiceName(long) {
+		t.Fatalf("the test needs a name both releases cut differently")
+	}
+	upgraded := &v1alpha1.WebhookInstall{Status: v1alpha1.WebhookInstallStatus{Services: []v1alpha1.ServiceStatus{{Name: released}}}}
+	if got := InstallServiceName(upgraded, long); got != released {
+		t.Errorf("InstallServiceName of an install the released version named = %q, want its Service %q", got, released)
+	}
+	if got, want := CASecretName(released), releasedDNS1035(released+"-ca"); got != want {
+		t.Errorf("CASecretName(%q) = %q, want the released name %q", released, got, want)
+	}
+	if got, want := ServingSecretName(released), releasedDNS1035(released+"-cert"); got != want {
+		t.Errorf("ServingSecretName(%q) = %q, want the released name %q", released, got, want)
+	}
+	if !IsServiceOf(long, released) || !IsServiceOf(long, ServiceName(long)) || IsServiceOf("other", released) {
+		t.Errorf("IsServiceOf must know both derivations of the deployment's Service, and only them")
+	}
+
+	fresh := &v1alpha1.WebhookInstall{}
+	current := InstallServiceName(fresh, long)
+	if current != ServiceName(long) {
+		t.Errorf("a new install gets ServiceName: %q, want %q", current, ServiceName(long))
+	}
+	for _, secret := range []string{CASecretName(current), ServingSecretName(current)} {
+		if !regexp.MustCompile(`-[0-9a-f]{16}$`).MatchString(secret) || len(secret) > 63 {
+			t.Errorf("a new install's Secret %q must keep a 64-bit hash", secret)
+		}
+	}
+	for _, short := range []string{"crontab-webhook", "crontab-webhook-deadbeef"} {
+		svc := ServiceName(short)
+		if CASecretName(svc) != releasedDNS1035(svc+"-ca") || ServingSecretName(svc) != releasedDNS1035(svc+"-cert") {
+			t.Errorf("short names are the same in both releases: %q", svc)
+		}
 	}
 }

@@ -49,7 +49,7 @@ func Webhooks(install *v1alpha1.WebhookInstall) []Webhook {
 			}
 			w, ok := byDeployment[d.Name]
 			if !ok {
-				out = append(out, Webhook{Deployment: d.Name, Service: ServiceName(d.Name)})
+				out = append(out, Webhook{Deployment: d.Name, Service: InstallServiceName(install, d.Name)})
 				w = &out[len(out)-1]
 				byDeployment[d.Name] = w
 			}

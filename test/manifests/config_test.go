@@ -33,8 +33,10 @@ const (
 // Leases are not here: leader election is granted in the manager's own
 // namespace only. The controllers suite checks each permission is used.
 var managerClusterPermissions = []string{
+	"admissionregistration.k8s.io/mutatingwebhookconfigurations: create,delete,get,list,patch,watch",
 	"admissionregistration.k8s.io/validatingadmissionpolicies[hookwright-install-authority]: get",
 	"admissionregistration.k8s.io/validatingadmissionpolicybindings[hookwright-install-authority]: get",
+	"admissionregistration.k8s.io/validatingwebhookconfigurations: create,delete,get,list,patch,watch",
 	"apiextensions.k8s.io/customresourcedefinitions: get,list,patch,watch",
 	"apps/deployments: create,delete,get,list,patch,watch",
 	"authentication.k8s.io/tokenreviews: create",
