@@ -22,6 +22,7 @@ import (
 // +kubebuilder:printcolumn:name="Rotate-At",type=string,JSONPath=`.status.certsRotateAt`
 // +kubebuilder:printcolumn:name="Serving-Expires",type=string,JSONPath=`.status.services[0].servingNotAfter`,priority=1
 // +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.reason`,priority=1
+// +kubebuilder:printcolumn:name="Admission",type=string,JSONPath=`.status.admissionWebhooks[*].name`,priority=1
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 // +kubebuilder:validation:XValidation:rule="!has(self.spec.replaces) || self.spec.replaces != self.metadata.name",message="spec.replaces names the install this one upgrades; it cannot be this install itself"
 type WebhookInstall struct {
