@@ -106,10 +106,29 @@ var _ = Describe("Admission verification through the API server", func() {
 	})
 
 	It("verifies a webhook that denies Hookwright's dry-run object: the webhook answered through the caBundle", func(ctx context.Context) {
+		_, start, err := cluster.AuditEvents(0)
+		Expect(err).NotTo(HaveOccurred())
 		validator.DenyAll("spec.value is required")
 		Expect(k8s.Create(ctx, install(webhook(operatorsv1alpha1.ValidatingAdmissionWebhook, "vdeny.hookwright.test", "/validate", admissionregistrationv1.Fail)))).To(Succeed())
 		eventuallyAdmission(ctx, "vdeny.hookwright.test", v1alpha1.AdmissionVerified, "",
 			"the webhook denied Hookwright's minimal object", `admission webhook "vdeny.hookwright.test" denied the request: spec.value is required`)
+
+		By("the webhook's 403 is no RBAC refusal: the authorizer allowed the dry run (the shipped-RBAC check counts it as used)")
+		events, _, err := cluster.AuditEvents(start)
+		Expect(err).NotTo(HaveOccurred())
+		var denied []testcluster.AuditEvent
+		for _, e := range events {
+			if e.User.Username == managerUser && e.Verb == "create" && e.ObjectRef.Resource == "widgets" && e.ObjectRef.Namespace == ns && e.ResponseStatus.Code == http.StatusForbidden {
+				denied = append(denied, e)
+			}
+		}
+		Expect(denied).NotTo(BeEmpty())
+		for _, e := range denied {
+			Expect(e.Annotations).To(HaveKeyWithValue(testcluster.AnnotationAuthorizationDecision, "allow"))
+		}
+		used, forbidden := testcluster.UsedPermissions(denied, managerUser)
+		Expect(forbidden).To(BeEmpty())
+		Expect(used).To(HaveKey(testcluster.Permission{Group: group, Resource: "widgets", Verb: "create"}))
 	})
 
 	It("reports a webhook RBAC forbids Hookwright to verify as Unverified, naming what to grant, without a request the API server refuses", func(ctx context.Context) {

@@ -44,7 +44,15 @@ type AuditEvent struct {
 	// and when it finished this stage.
 	Received  time.Time `json:"requestReceivedTimestamp"`
 	Completed time.Time `json:"stageTimestamp"`
+	// Annotations are the audit annotations, among them the authorizer's
+	// decision (AnnotationAuthorizationDecision).
+	Annotations map[string]string `json:"annotations,omitempty"`
 }
+
+// AnnotationAuthorizationDecision is the audit annotation in which the API
+// server records the authorizer's decision, "allow" or "forbid": a 403
+// after "allow" is an admission webhook's or policy's refusal, not RBAC's.
+const AnnotationAuthorizationDecision = "authorization.k8s.io/decision"
 
 // IsWrite reports whether the request could change stored state (dry runs
 // included: the server still did the work).

@@ -25,15 +25,17 @@ func (p Permission) String() string {
 // UsedPermissions is what user's requests in the audit events needed:
 // each request's verb on its resource, plus create for a server-side
 // apply that created its object (the API server authorizes an apply that
-// creates as a create too). Requests the API server refused with 403 are
-// returned apart.
+// creates as a create too). Requests the authorizer refused (403 without
+// an "allow" decision) are returned apart; a 403 after the authorizer
+// allowed the request is an admission webhook's denial (controller-runtime's
+// admission.Denied answers 403), and the request used its permission.
 func UsedPermissions(events []AuditEvent, user string) (used map[Permission]int, forbidden []AuditEvent) {
 	used = map[Permission]int{}
 	for _, e := range events {
 		if e.User.Username != user || e.ObjectRef.Resource == "" {
 			continue
 		}
-		if e.ResponseStatus.Code == http.StatusForbidden {
+		if e.ResponseStatus.Code == http.StatusForbidden && e.Annotations[AnnotationAuthorizationDecision] != "allow" {
 			forbidden = append(forbidden, e)
 			continue
 		}

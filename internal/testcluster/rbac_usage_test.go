@@ -24,6 +24,10 @@ func TestUnusedPermissions(t *testing.T) {
 		auditEvent(me, "", "configmaps", "", "list", 403),
 		auditEvent("someone-else", "", "services", "", "delete", 200),
 	}
+	// A webhook's denial: 403 after the authorizer allowed the request.
+	denied := auditEvent(me, "x.dev", "things", "", "create", 403)
+	denied.Annotations = map[string]string{AnnotationAuthorizationDecision: "allow"}
+	events = append(events, denied)
 	used, forbidden := UsedPermissions(events, me)
 	if len(forbidden) != 1 || forbidden[0].ObjectRef.Resource != "configmaps" {
 		t.Fatalf("forbidden = %+v, want the configmaps list only", forbidden)
@@ -32,6 +36,7 @@ func TestUnusedPermissions(t *testing.T) {
 		{APIGroups: []string{"apps"}, Resources: []string{"deployments"}, Verbs: []string{"create", "patch"}},
 		{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"get"}},
 		{APIGroups: []string{"x.dev"}, Resources: []string{"things/status"}, Verbs: []string{"update"}},
+		{APIGroups: []string{"x.dev"}, Resources: []string{"things"}, Verbs: []string{"create"}},
 	}
 	if got := UnusedPermissions(GrantedPermissions(rules), used); len(got) != 0 {
 		t.Fatalf("unused = %v, want none", got)
