@@ -94,7 +94,7 @@ func admissionFailure(s *installState) (string, string) {
 // AdmissionContested. An install without admission webhooks has the first
 // two True, so Ready means the same for every install.
 func setAdmissionConditions(st *v1alpha1.WebhookInstallStatus, s *installState, waiting func(string) (string, string)) {
-	generation := s.install.Generation
+	generation := s.observedGeneration()
 	none := len(s.admission) == 0
 	configured, verified := true, true
 	var unverified, notVerified []string

@@ -15,9 +15,13 @@ import (
 // installState is what one pass of Reconcile learns and decides. Steps
 // fill it in order; the status is computed from it once, at the end.
 type installState struct {
-	install  *v1alpha1.WebhookInstall
-	now      time.Time
-	webhooks []desired.Webhook
+	install *v1alpha1.WebhookInstall
+	// generation is the install's generation this pass acted on: the
+	// status says it observed that one, even when a conflict made the
+	// status write re-read a newer install (whose spec no step saw).
+	generation int64
+	now        time.Time
+	webhooks   []desired.Webhook
 
 	crds     []*crdState // every conversion CRD, in spec order
 	services map[string]*serviceCerts
@@ -73,6 +77,14 @@ type halt struct {
 	phase   v1alpha1.InstallPhase
 	reason  string
 	message string
+}
+
+// observedGeneration is the generation the status reports as observed.
+func (s *installState) observedGeneration() int64 {
+	if s.generation != 0 {
+		return s.generation
+	}
+	return s.install.Generation
 }
 
 func (s *installState) stop(phase v1alpha1.InstallPhase, reason, message string) {

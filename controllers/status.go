@@ -58,7 +58,7 @@ func (r *WebhookInstallReconciler) writeStatus(ctx context.Context, s *installSt
 func computeStatus(s *installState, stepErr error) v1alpha1.WebhookInstallStatus {
 	prev := s.install.Status
 	st := v1alpha1.WebhookInstallStatus{
-		ObservedGeneration: s.install.Generation,
+		ObservedGeneration: s.observedGeneration(),
 		Conditions:         append([]metav1.Condition(nil), prev.Conditions...),
 		CertsLastUpdated:   prev.CertsLastUpdated,
 	}
@@ -104,11 +104,11 @@ func computeStatus(s *installState, stepErr error) v1alpha1.WebhookInstallStatus
 		}
 		return v1alpha1.ReasonInProgress, "waiting for earlier steps"
 	}
-	setCondition(&st, s.install.Generation, v1alpha1.TypeCertificatesReady, len(s.services) == len(s.webhooks), certificatesMessage(s), waiting)
-	setCondition(&st, s.install.Generation, v1alpha1.TypeWebhooksAvailable, s.workloadsChecked && len(s.unavailable) == 0, "every webhook deployment is available", waiting)
-	setCondition(&st, s.install.Generation, v1alpha1.TypeConversionConfigured, allConfigured(s), "every conversion CRD points at its webhook", waiting)
+	setCondition(&st, s.observedGeneration(), v1alpha1.TypeCertificatesReady, len(s.services) == len(s.webhooks), certificatesMessage(s), waiting)
+	setCondition(&st, s.observedGeneration(), v1alpha1.TypeWebhooksAvailable, s.workloadsChecked && len(s.unavailable) == 0, "every webhook deployment is available", waiting)
+	setCondition(&st, s.observedGeneration(), v1alpha1.TypeConversionConfigured, allConfigured(s), "every conversion CRD points at its webhook", waiting)
 	verified := allCRDs(s, v1alpha1.ConversionVerified)
-	setCondition(&st, s.install.Generation, v1alpha1.TypeConversionVerified, verified, "the API server converted through every webhook", func(string) (string, string) {
+	setCondition(&st, s.observedGeneration(), v1alpha1.TypeConversionVerified, verified, "the API server converted through every webhook", func(string) (string, string) {
 		if reason, failed := conversionFailure(s); failed != "" {
 			return reason, failed
 		}
@@ -121,13 +121,13 @@ func computeStatus(s *installState, stepErr error) v1alpha1.WebhookInstallStatus
 		return waiting("")
 	})
 	setAdmissionConditions(&st, s, waiting)
-	setCondition(&st, s.install.Generation, v1alpha1.TypeReady, st.Phase == v1alpha1.PhaseSucceeded, st.Message, func(string) (string, string) { return st.Reason, st.Message })
+	setCondition(&st, s.observedGeneration(), v1alpha1.TypeReady, st.Phase == v1alpha1.PhaseSucceeded, st.Message, func(string) (string, string) { return st.Reason, st.Message })
 	if fight := contested(&st); fight != "" {
 		meta.SetStatusCondition(&st.Conditions, metav1.Condition{Type: v1alpha1.TypeConversionContested, Status: metav1.ConditionTrue,
-			ObservedGeneration: s.install.Generation, Reason: v1alpha1.ReasonFieldManagerConflict, Message: fight})
+			ObservedGeneration: s.observedGeneration(), Reason: v1alpha1.ReasonFieldManagerConflict, Message: fight})
 	} else {
 		meta.SetStatusCondition(&st.Conditions, metav1.Condition{Type: v1alpha1.TypeConversionContested, Status: metav1.ConditionFalse,
-			ObservedGeneration: s.install.Generation, Reason: v1alpha1.ReasonNoConflict, Message: "no other field manager rewrites spec.conversion"})
+			ObservedGeneration: s.observedGeneration(), Reason: v1alpha1.ReasonNoConflict, Message: "no other field manager rewrites spec.conversion"})
 	}
 	return st
 }

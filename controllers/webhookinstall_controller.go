@@ -56,7 +56,7 @@ func (r *WebhookInstallReconciler) Reconcile(ctx context.Context, req ctrl.Reque
 	if err := r.Client.Get(ctx, req.NamespacedName, install); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	s := &installState{install: install, now: r.Clock.Now(), webhooks: desired.Webhooks(install), services: map[string]*serviceCerts{}}
+	s := &installState{install: install, generation: install.Generation, now: r.Clock.Now(), webhooks: desired.Webhooks(install), services: map[string]*serviceCerts{}}
 	if !install.DeletionTimestamp.IsZero() {
 		return r.finalize(ctx, s)
 	}
