@@ -6,7 +6,6 @@ import (
 	"net/url"
 	"regexp"
 	"strings"
-	"sync"
 	"time"
 
 	operatorsv1alpha1 "github.com/operator-framework/api/pkg/operators/v1alpha1"
@@ -45,9 +44,9 @@ const (
 	admissionProbeWebhookTimeout int32 = 5
 )
 
-// admissionProbeMu serializes admission probes: they share the probe
-// configurations (the conversion probe has its own CRD and mutex).
-var admissionProbeMu sync.Mutex
+// admissionProbeSlot serializes admission probes: they share the probe
+// configurations (the conversion probe has its own CRD and slot).
+var admissionProbeSlot = newProbeSlot()
 
 // admissionProbeWebhook is the name of the probe configuration's only
 // webhook; the API server names it in every answer.
@@ -146,8 +145,11 @@ func admissionProbeConfiguration(target admissionProbeTarget) client.Object {
 // so it has loaded every earlier write of that kind, the install's
 // configuration included.
 func (r *WebhookInstallReconciler) probeAdmissionTrust(ctx context.Context, target admissionProbeTarget) trustResult {
-	admissionProbeMu.Lock()
-	defer admissionProbeMu.Unlock()
+	release, busy := admissionProbeSlot.acquire(ctx)
+	if busy != nil {
+		return *busy
+	}
+	defer release()
 	idle := r.idleAdmissionProbe(target.kind)
 	webhook := admissionProbeWebhook(target.kind)
 

@@ -6,7 +6,6 @@ import (
 	"net/url"
 	"regexp"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -105,8 +104,33 @@ const (
 	trustProbeCallTimeout = 10 * time.Second
 )
 
-// trustProbeMu serializes probes: they share the probe CRD.
-var trustProbeMu sync.Mutex
+// trustProbeSlot serializes probes: they share the probe CRD.
+var trustProbeSlot = newProbeSlot()
+
+// probeSlot lets one probe run at a time. A pass waits for it at most
+// probeSlotWait, then comes back later: a worker never sits behind a
+// queue of probes (each may take seconds against a webhook that hangs)
+// while other installs' events wait for a worker.
+type probeSlot chan struct{}
+
+// probeSlotWait bounds the wait for a probe slot.
+const probeSlotWait = 2 * time.Second
+
+func newProbeSlot() probeSlot { return make(probeSlot, 1) }
+
+// acquire takes the slot, or says why it could not.
+func (p probeSlot) acquire(ctx context.Context) (release func(), busy *trustResult) {
+	timer := time.NewTimer(probeSlotWait)
+	defer timer.Stop()
+	select {
+	case p <- struct{}{}:
+		return func() { <-p }, nil
+	case <-timer.C:
+		return nil, &trustResult{trustInconclusive, fmt.Sprintf("another trust probe has been running for over %s; trying again shortly", probeSlotWait)}
+	case <-ctx.Done():
+		return nil, &trustResult{trustInconclusive, ctx.Err().Error()}
+	}
+}
 
 var trustProbesTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
 	Name: "hookwright_trust_probes_total",
@@ -178,8 +202,11 @@ func (r *WebhookInstallReconciler) idleProbe() probeTarget {
 // probeTrust makes the API server call the webhook of target with
 // target's caBundle, through the probe CRD, and says what it found.
 func (r *WebhookInstallReconciler) probeTrust(ctx context.Context, target probeTarget) trustResult {
-	trustProbeMu.Lock()
-	defer trustProbeMu.Unlock()
+	release, busy := trustProbeSlot.acquire(ctx)
+	if busy != nil {
+		return *busy
+	}
+	defer release()
 	idle := r.idleProbe()
 
 	crd := &apiextensionsv1.CustomResourceDefinition{}
