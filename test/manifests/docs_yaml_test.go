@@ -182,4 +182,3 @@ func k8sClient() client.Client {
 	Expect(err).NotTo(HaveOccurred())
 	return c
 }
-
