@@ -44,7 +44,6 @@ var _ = Describe("Admission webhooks", func() {
 
 	It("registers them only once the webhook Deployment is available, and deletes them before the Deployment and Service", func(ctx context.Context) {
 		const deployment = "widget-webhook"
-		kubelet := kubeletUser()
 		crd := createWidgetCRD(ctx, group)
 		// One stored version, one schema: deletion sets conversion None
 		// and completes instead of keeping the webhook alive.
@@ -72,8 +71,8 @@ var _ = Describe("Admission webhooks", func() {
 		Eventually(func(g Gomega) {
 			events, _, err := cluster.AuditEvents(start)
 			g.Expect(err).NotTo(HaveOccurred())
-			reported := kubeletStatusWrites(events, kubelet, ns, deployment)
-			g.Expect(reported).NotTo(BeEmpty(), "the pod stand-in reported the Deployment")
+			reported := deploymentStatusWrites(events, ns, deployment)
+			g.Expect(reported).NotTo(BeEmpty(), "the deployment controller reported the Deployment")
 			g.Expect(operatorRequests(events, "get", "customresourcedefinitions", "", crdName)).To(ContainElement(
 				HaveField("Received", BeTemporally(">", reported[len(reported)-1].Completed))), "a pass of the operator since")
 		}).Should(Succeed())
@@ -119,13 +118,13 @@ var _ = Describe("Admission webhooks", func() {
 		events, _, err := cluster.AuditEvents(start)
 		Expect(err).NotTo(HaveOccurred())
 		var madeAvailable *testcluster.AuditEvent
-		for _, w := range kubeletStatusWrites(events, kubelet, ns, deployment) {
+		for _, w := range deploymentStatusWrites(events, ns, deployment) {
 			if w.Received.After(gateOpened) {
 				madeAvailable = &w
 				break
 			}
 		}
-		Expect(madeAvailable).NotTo(BeNil(), "the stand-in's status write once the pod got ready")
+		Expect(madeAvailable).NotTo(BeNil(), "the deployment controller's status write once the pod got ready")
 		for _, resource := range []string{"validatingwebhookconfigurations", "mutatingwebhookconfigurations"} {
 			writes := operatorRequests(events, "", resource, "", name)
 			Expect(writes).NotTo(BeEmpty(), "the operator's write of the %s", resource)
@@ -501,8 +500,8 @@ func liveMutating(ctx context.Context, name string) *admissionregistrationv1.Mut
 	return cfg
 }
 
-// plainDeployment is a Deployment nobody serves (the stand-in leaves it
-// alone).
+// plainDeployment is a Deployment nobody serves (its Pods stay Pending on
+// the test ground's node).
 func plainDeployment(ns, name string) *appsv1.Deployment {
 	labels := map[string]string{"app": name}
 	return &appsv1.Deployment{

@@ -10,9 +10,11 @@ import (
 	. "github.com/onsi/gomega"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -92,6 +94,7 @@ var _ = Describe("Deleting a WebhookInstall", func() {
 		var secrets corev1.SecretList
 		Expect(k8s.List(ctx, &secrets, client.InNamespace(ns), client.MatchingLabels{desired.LabelInstall: "widgets"})).To(Succeed())
 		Expect(secrets.Items).To(BeEmpty())
+		expectNoWorkloadsLeft(ctx, ns)
 	})
 
 	It("keeps serving a CRD stored in two versions after deletion, rotating its CA, with zero failed reads, until another install takes it over", func(ctx context.Context) {
@@ -160,6 +163,18 @@ var _ = Describe("Deleting a WebhookInstall", func() {
 		Expect(specField(asV1, "value")).To(Equal("2"))
 	})
 })
+
+// expectNoWorkloadsLeft waits until the real controllers have removed what
+// the deleted Deployments and Services had: the garbage collector their
+// ReplicaSets and Pods, the EndpointSlice controller their EndpointSlices.
+func expectNoWorkloadsLeft(ctx context.Context, ns string) {
+	EventuallyWithOffset(1, func(g Gomega) {
+		for _, list := range []client.ObjectList{&appsv1.ReplicaSetList{}, &corev1.PodList{}, &discoveryv1.EndpointSliceList{}} {
+			g.Expect(k8s.List(ctx, list, client.InNamespace(ns))).To(Succeed())
+			g.Expect(meta.LenList(list)).To(BeZero(), "%T left in %s", list, ns)
+		}
+	}).Should(Succeed())
+}
 
 // storeInTwoVersions stores a widget in v1, moves storage to v2 and stores
 // one in v2: conversion None would now serve v1 objects under v2's schema.

@@ -47,10 +47,14 @@ func (r *WebhookInstallReconciler) finalize(ctx context.Context, s *installState
 // schema. Otherwise None would serve objects under the wrong schema, so the
 // CRD stays claimed and keeps converting through the install's webhook,
 // which the install keeps serving: the returned crdState (keepalive.go).
-// Only when the install no longer declares that webhook's Deployment is
-// the conversion left in place unserved, with a Warning on the CRD, and
-// the CRD marked released so a new install takes it over without a
-// handover.
+// Only when the install no longer declares that webhook's Deployment, or
+// is deleted with its namespace (the namespace controller deletes the
+// webhook's workloads and no new one can be created there: waiting would
+// only hang the namespace's deletion), is the conversion left in place
+// unserved, with a Warning on the CRD, and the CRD marked released so a new
+// install takes it over without a handover. Left in place, reads in other
+// versions fail with the API server's error; None would answer them with
+// the stored version's fields under the wrong schema.
 func (r *WebhookInstallReconciler) releaseOrKeep(ctx context.Context, s *installState, crd *apiextensionsv1.CustomResourceDefinition, why string) (*crdState, error) {
 	name := crd.Name
 	if crd.Annotations[v1alpha1.AnnotationOwner] != installRef(s.install) {
@@ -59,15 +63,22 @@ func (r *WebhookInstallReconciler) releaseOrKeep(ctx context.Context, s *install
 	leftInPlace := false
 	if pointsAtInstall(crd, s.install) {
 		if unsafe := noneIsUnsafe(crd); unsafe != "" {
-			kept, err := r.keepState(ctx, s, crd, unsafe)
-			if err != nil || kept != nil {
-				return kept, err
+			if !s.namespaceTerminating {
+				kept, err := r.keepState(ctx, s, crd, unsafe)
+				if err != nil || kept != nil {
+					return kept, err
+				}
 			}
 			leftInPlace = true
+			service := crd.Spec.Conversion.Webhook.ClientConfig.Service.Name
+			nothingKeeps := fmt.Sprintf("the install no longer declares the deployment of service %s, so nothing keeps it serving", service)
+			if s.namespaceTerminating {
+				nothingKeeps = fmt.Sprintf("namespace %s is being deleted with service %s, so nothing can keep it serving", s.install.Namespace, service)
+			}
 			r.Recorder.Eventf(crd, s.install, corev1.EventTypeWarning, "ConversionLeftInPlace", "Release",
-				"WebhookInstall %s %s but CRD %s keeps its webhook conversion: %s; the install no longer declares the deployment of service %s, so nothing keeps it serving. "+
+				"WebhookInstall %s %s but CRD %s keeps its webhook conversion: %s; %s. "+
 					"Re-install a WebhookInstall for it, or migrate storage to one version before setting strategy None",
-				installRef(s.install), why, name, unsafe, crd.Spec.Conversion.Webhook.ClientConfig.Service.Name)
+				installRef(s.install), why, name, unsafe, nothingKeeps)
 		} else {
 			applied := conversionApplyObject(name, nil)
 			if err := r.apply(ctx, applied); err != nil {

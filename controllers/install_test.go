@@ -9,7 +9,6 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	appsv1 "k8s.io/api/apps/v1"
-	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -79,7 +78,6 @@ var _ = Describe("Installing a conversion webhook", func() {
 
 	It("writes the CRD's conversion only once the webhook Deployment is available", func(ctx context.Context) {
 		const deployment = "widget-webhook"
-		kubelet := kubeletUser()
 		createWidgetCRD(ctx, group)
 		_, start, err := cluster.AuditEvents(0)
 		Expect(err).NotTo(HaveOccurred())
@@ -97,13 +95,14 @@ var _ = Describe("Installing a conversion webhook", func() {
 			}
 			return testcluster.HandlerHost{Handler: &testcluster.WidgetConverter{}}.Run(ctx, env)
 		}))
-		// The pod runs, not ready: the stand-in writes an unavailable status,
-		// and the operator, woken by it, runs a pass (it reads the CRD live).
+		// The pod runs, not ready: the deployment controller writes an
+		// unavailable status, and the operator, woken by it, runs a pass (it
+		// reads the CRD live).
 		Eventually(func(g Gomega) {
 			events, _, err := cluster.AuditEvents(start)
 			g.Expect(err).NotTo(HaveOccurred())
-			reported := kubeletStatusWrites(events, kubelet, ns, deployment)
-			g.Expect(reported).NotTo(BeEmpty(), "the pod stand-in reported the Deployment")
+			reported := deploymentStatusWrites(events, ns, deployment)
+			g.Expect(reported).NotTo(BeEmpty(), "the deployment controller reported the Deployment")
 			g.Expect(operatorRequests(events, "get", "customresourcedefinitions", "", crdName)).To(ContainElement(
 				HaveField("Received", BeTemporally(">", reported[len(reported)-1].Completed))), "a pass of the operator since")
 		}).Should(Succeed())
@@ -119,13 +118,13 @@ var _ = Describe("Installing a conversion webhook", func() {
 		applied := operatorRequests(events, "", "deployments", "", deployment)
 		Expect(applied).NotTo(BeEmpty(), "the operator's write of the Deployment")
 		var madeAvailable *testcluster.AuditEvent
-		for _, w := range kubeletStatusWrites(events, kubelet, ns, deployment) {
+		for _, w := range deploymentStatusWrites(events, ns, deployment) {
 			if w.Received.After(gateOpened) { // the pod got ready only then
 				madeAvailable = &w
 				break
 			}
 		}
-		Expect(madeAvailable).NotTo(BeNil(), "the stand-in's status write once the pod got ready")
+		Expect(madeAvailable).NotTo(BeNil(), "the deployment controller's status write once the pod got ready")
 		var dep appsv1.Deployment
 		Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: deployment}, &dep)).To(Succeed())
 		Expect(dep.Status.AvailableReplicas).To(BeNumerically(">=", 1), "the Deployment is available")
@@ -186,22 +185,13 @@ func createForeignCRD(ctx context.Context, group, ns string, caBundle []byte) *a
 	return crd
 }
 
-// kubeletUser is who the kubelet stand-in writes as: the test cluster's
-// own client's user (envtest's admin), as the API server names it.
-func kubeletUser() string {
-	GinkgoHelper()
-	review := &authenticationv1.SelfSubjectReview{}
-	Expect(cluster.Client.Create(context.Background(), review)).To(Succeed())
-	Expect(review.Status.UserInfo.Username).NotTo(BeEmpty())
-	return review.Status.UserInfo.Username
-}
-
-// kubeletStatusWrites are the stand-in's (user's) successful writes of the
-// Deployment's status, in the order the API server received them.
-func kubeletStatusWrites(events []testcluster.AuditEvent, user, ns, deployment string) []testcluster.AuditEvent {
+// deploymentStatusWrites are the deployment controller's successful
+// writes of the Deployment's status, in the order the API server received
+// them.
+func deploymentStatusWrites(events []testcluster.AuditEvent, ns, deployment string) []testcluster.AuditEvent {
 	var writes []testcluster.AuditEvent
 	for _, e := range events {
-		if e.User.Username == user && e.IsWrite() && succeeded(e) && e.ObjectRef.Resource == "deployments" &&
+		if e.User.Username == testcluster.ControllerManagerUser && e.IsWrite() && succeeded(e) && e.ObjectRef.Resource == "deployments" &&
 			e.ObjectRef.Subresource == "status" && e.ObjectRef.Namespace == ns && e.ObjectRef.Name == deployment {
 			writes = append(writes, e)
 		}

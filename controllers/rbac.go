@@ -32,6 +32,12 @@ package controllers
 // that needed them (finalize.go), with UID and resourceVersion preconditions.
 // +kubebuilder:rbac:groups="",resources=serviceaccounts,verbs=get;create;delete
 //
+// Namespaces: a deleted install reads its own namespace (get, live, once
+// per pass while it finalizes): when the namespace itself is being
+// deleted, nothing can keep a webhook serving there, so the finalizer must
+// not wait for it (finalize.go).
+// +kubebuilder:rbac:groups="",resources=namespaces,verbs=get
+//
 // CRDs: cached as metadata only (list, watch), read live (get), and
 // patched: the ownership claim annotation and spec.conversion (apply).
 // +kubebuilder:rbac:groups=apiextensions.k8s.io,resources=customresourcedefinitions,verbs=get;list;watch;patch

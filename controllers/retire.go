@@ -7,6 +7,7 @@ import (
 	"slices"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -51,6 +52,15 @@ func (r *WebhookInstallReconciler) retire(ctx context.Context, s *installState, 
 	}
 	me := installRef(s.install)
 	why := "was deleted"
+	if deleting {
+		terminating, err := r.namespaceTerminating(ctx, s.install.Namespace)
+		if err != nil {
+			return ctrl.Result{}, err
+		}
+		if s.namespaceTerminating = terminating; terminating {
+			why = "was deleted with its namespace"
+		}
+	}
 	if newer != nil {
 		why = "is replaced by WebhookInstall " + installRef(newer) + ", which does not list it"
 	}
@@ -165,6 +175,19 @@ func (r *WebhookInstallReconciler) retire(ctx context.Context, s *installState, 
 	return ctrl.Result{}, r.writeReplacementStatus(ctx, s.install, v1alpha1.PhaseReplaced, v1alpha1.ReasonReplaced, fmt.Sprintf(
 		"replaced by WebhookInstall %s, which serves its CRDs; this install's deployments, services and secrets are removed. Delete it when convenient: it no longer touches any CRD",
 		installRef(newer)))
+}
+
+// namespaceTerminating reads the namespace live: it is being deleted (or
+// already gone).
+func (r *WebhookInstallReconciler) namespaceTerminating(ctx context.Context, name string) (bool, error) {
+	ns := &corev1.Namespace{}
+	if err := r.APIReader.Get(ctx, client.ObjectKey{Name: name}, ns); err != nil {
+		if apierrors.IsNotFound(err) {
+			return true, nil
+		}
+		return false, fmt.Errorf("reading namespace %s: %w", name, err)
+	}
+	return !ns.DeletionTimestamp.IsZero(), nil
 }
 
 func replacingMessage(newer *v1alpha1.WebhookInstall, handing []string) string {

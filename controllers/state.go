@@ -35,6 +35,10 @@ type installState struct {
 	// webhooks of the CRDs it keeps serving (keepalive.go).
 	keepOnly  bool
 	keepAlive *keepAliveNote // what the status says about kept CRDs
+	// namespaceTerminating: the install is deleted with its namespace, so
+	// nothing can be kept serving (the namespace controller deletes the
+	// webhook's workloads and the API server refuses to create new ones).
+	namespaceTerminating bool
 
 	workloadsChecked bool     // ensureWorkloads ran to its end
 	unavailable      []string // webhook Deployments not available yet

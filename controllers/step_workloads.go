@@ -160,11 +160,16 @@ func available(dep *appsv1.Deployment) bool {
 	return false
 }
 
-// fullyRolledOut: the current spec observed, every replica updated and available.
+// fullyRolledOut: the current spec observed, every replica updated and
+// available, and no replica of an older template left running: the test
+// `kubectl rollout status` applies. During a surge the deployment
+// controller counts the new, not yet ready pod as updated while the old
+// pod is the available one, so updated and available counts alone would
+// call a rollout done before the new template serves.
 func fullyRolledOut(dep *appsv1.Deployment) bool {
-	want := replicas(dep)
-	return available(dep) && dep.Status.ObservedGeneration >= dep.Generation &&
-		dep.Status.UpdatedReplicas >= want && dep.Status.AvailableReplicas >= want
+	want, st := replicas(dep), dep.Status
+	return available(dep) && st.ObservedGeneration >= dep.Generation &&
+		st.UpdatedReplicas >= want && st.Replicas <= st.UpdatedReplicas && st.AvailableReplicas >= st.UpdatedReplicas
 }
 
 func replicas(dep *appsv1.Deployment) int32 {

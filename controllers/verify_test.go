@@ -70,7 +70,7 @@ var _ = Describe("Verification through the API server", func() {
 		Expect(k8s.Create(ctx, newInstall(ns, "widgets", "widget-webhook", crdName))).To(Succeed())
 		eventuallyConversionVerified(ctx, ns, "widgets", metav1.ConditionTrue, v1alpha1.ReasonSucceeded)
 
-		By("the pod goes away (its node died: the Deployment's status still says available), and the install changes")
+		By("the pod goes away (its node is lost: the Pod and the Deployment still say ready), and the install changes")
 		cluster.Kubelet.Forget(ns, "widget-webhook")
 		Eventually(func() error {
 			conn, err := net.Dial("tcp", podAddr.Load().(string))
@@ -81,7 +81,7 @@ var _ = Describe("Verification through the API server", func() {
 		}).Should(HaveOccurred(), "the pod stopped listening")
 		bumpVersion(ctx, ns, "widgets")
 		whi := eventuallyConversionVerified(ctx, ns, "widgets", metav1.ConditionFalse, v1alpha1.ReasonWebhookUnreachable,
-			"no ready pod serves service "+ns+"/widget-webhook-service")
+			"service "+ns+"/widget-webhook-service: dial ", "connection refused")
 		Expect(whi.Status.Phase).To(Equal(v1alpha1.PhaseFailed))
 		Expect(whi.Status.Reason).To(Equal(v1alpha1.ReasonWebhookUnreachable))
 

@@ -46,7 +46,7 @@ func run(ctx context.Context, exitAtEnd bool, rotations int) error {
 		return fmt.Errorf("building crontab-webhook: %w (is Go installed and the module proxy reachable?)", err)
 	}
 
-	step("Starting a local control plane: kube-apiserver %s, etcd, stand-in network and kubelet", testcluster.KubeVersion)
+	step("Starting a local control plane: kube-apiserver %s, etcd, kube-controller-manager, a stand-in node and network", testcluster.KubeVersion)
 	cluster, err := testcluster.Start(testcluster.Options{
 		Scheme:            harness.Scheme(),
 		CRDDirectoryPaths: []string{filepath.Join(root, "config", "crd", "bases")},

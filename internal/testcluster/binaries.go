@@ -12,9 +12,10 @@ const KubeVersion = "v1.36.3"
 // BinaryDirEnv overrides where the control-plane binaries are looked up.
 const BinaryDirEnv = "HOOKWRIGHT_CONTROL_PLANE_DIR"
 
-var requiredBinaries = []string{"kube-apiserver", "etcd", "kubectl"}
+var requiredBinaries = []string{"kube-apiserver", "kube-controller-manager", "etcd", "kubectl"}
 
-// BinaryDir finds the folder holding kube-apiserver, etcd and kubectl: the
+// BinaryDir finds the folder holding kube-apiserver, kube-controller-manager,
+// etcd and kubectl: the
 // HOOKWRIGHT_CONTROL_PLANE_DIR variable, or bin/control-plane/<version> of
 // the repository containing the working directory. A missing binary is an
 // error that says how to build it: tests that need the API server never skip.
@@ -29,7 +30,7 @@ func BinaryDir() (string, error) {
 	}
 	for _, name := range requiredBinaries {
 		if _, err := os.Stat(filepath.Join(dir, name)); err != nil {
-			return "", fmt.Errorf("control-plane binary %s missing in %s: run 'make control-plane' (builds kube-apiserver, etcd and kubectl %s from Go modules, ~7 min the first time)", name, dir, KubeVersion)
+			return "", fmt.Errorf("control-plane binary %s missing in %s: run 'make control-plane' (builds kube-apiserver, kube-controller-manager, etcd and kubectl %s from Go modules, ~7 min the first time)", name, dir, KubeVersion)
 		}
 	}
 	return dir, nil

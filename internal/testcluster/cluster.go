@@ -37,11 +37,17 @@ type Options struct {
 	// AuditLog makes the API server write a Metadata-level audit log to
 	// Cluster.AuditLogPath, so tests can count writes as the server saw them.
 	AuditLog bool
+	// StorageVersionMigration serves storagemigration.k8s.io/v1beta1 and
+	// runs kube-controller-manager's storage version migrator (the
+	// StorageVersionMigrator feature gate, beta and off by default in
+	// v1.36, on both).
+	StorageVersionMigration bool
 	// Log receives the stand-ins' logs; discarded when unset.
 	Log logr.Logger
 }
 
-// Cluster is a running control plane with its stand-in network and kubelet.
+// Cluster is a running control plane (kube-apiserver, etcd,
+// kube-controller-manager) with its stand-in network and node.
 type Cluster struct {
 	Config         *rest.Config
 	Client         client.Client
@@ -51,16 +57,18 @@ type Cluster struct {
 	KubeconfigPath string
 	AuditLogPath   string
 
-	binDir        string
-	env           *envtest.Environment
-	proxy         *connectProxy
-	apiLog        *os.File
-	stopInformers context.CancelFunc
+	binDir            string
+	env               *envtest.Environment
+	controllerManager *controllerManager
+	proxy             *connectProxy
+	apiLog            *os.File
+	stopInformers     context.CancelFunc
 }
 
 // Start builds a control plane: CONNECT proxy, kube-apiserver with the
-// egress selector pointing at it, etcd, an admin kubeconfig, and the
-// kubelet stand-in. Missing binaries are an error, never a skip.
+// egress selector pointing at it, etcd, an admin kubeconfig, the node
+// (kubelet stand-in) and kube-controller-manager. Missing binaries are an
+// error, never a skip.
 func Start(opts Options) (_ *Cluster, retErr error) {
 	binDir, err := BinaryDir()
 	if err != nil {
@@ -117,9 +125,14 @@ func Start(opts Options) (_ *Cluster, retErr error) {
 			return nil, err
 		}
 	}
+	if opts.StorageVersionMigration {
+		args.Set("feature-gates", "StorageVersionMigrator=true")
+		args.Set("runtime-config", "storagemigration.k8s.io/v1beta1=true")
+	}
 	for name, value := range opts.APIServerFlags {
 		args.Set(name, value)
 	}
+	started := time.Now()
 	if c.Config, err = c.env.Start(); err != nil {
 		return nil, fmt.Errorf("starting kube-apiserver %s from %s: %w\n%s", KubeVersion, binDir, err, c.apiServerLogTail(20))
 	}
@@ -150,6 +163,22 @@ func Start(opts Options) (_ *Cluster, retErr error) {
 	if !informers.WaitForCacheSync(ctx) {
 		return nil, errors.New("the kubelet stand-in's caches did not sync")
 	}
+	node, err := registerNode(ctx, c.Client)
+	if err != nil {
+		return nil, fmt.Errorf("registering node %s: %w", NodeName, err)
+	}
+	go keepNodeAlive(ctx, c.Client, node)
+	// Started last: CRDs are installed, so its garbage collector and
+	// namespace controller discover them at once.
+	apiServerUp := time.Now()
+	if c.controllerManager, err = c.startControllerManager(opts.StorageVersionMigration); err != nil {
+		return nil, err
+	}
+	if err := c.waitControllerManagerReady(ctx); err != nil {
+		return nil, err
+	}
+	log.Info("Test ground started", "apiServerAndNode", apiServerUp.Sub(started).Round(time.Millisecond).String(),
+		"controllerManager", time.Since(apiServerUp).Round(time.Millisecond).String())
 	return c, nil
 }
 
@@ -201,9 +230,17 @@ func (c *Cluster) ProxyStats() (tunnels, refused int64) {
 	return c.proxy.Tunnels.Load(), c.proxy.Refused.Load()
 }
 
-// Stop stops pods, the proxy, the API server and etcd, and removes Dir.
+// Connections is the proxy's log: every tunnel opened, with the Service
+// and the Pod that got it, oldest first.
+func (c *Cluster) Connections() []Connection { return c.proxy.Connections() }
+
+// Stop stops kube-controller-manager, pods, the proxy, the API server and
+// etcd, and removes Dir.
 func (c *Cluster) Stop() error {
 	var errs []error
+	if c.controllerManager != nil {
+		c.controllerManager.stop()
+	}
 	if c.stopInformers != nil {
 		c.stopInformers()
 	}
@@ -226,13 +263,5 @@ func (c *Cluster) Stop() error {
 }
 
 func (c *Cluster) apiServerLogTail(lines int) string {
-	raw, err := os.ReadFile(filepath.Join(c.Dir, "kube-apiserver.log"))
-	if err != nil {
-		return ""
-	}
-	all := strings.Split(strings.TrimSpace(string(raw)), "\n")
-	if len(all) > lines {
-		all = all[len(all)-lines:]
-	}
-	return "kube-apiserver log (last lines):\n" + strings.Join(all, "\n")
+	return logTail(filepath.Join(c.Dir, "kube-apiserver.log"), lines)
 }

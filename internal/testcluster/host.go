@@ -30,6 +30,7 @@ type Host interface {
 type PodEnv struct {
 	Namespace  string
 	Deployment string
+	Pod        string // the Pod's name
 	Listener   net.Listener
 
 	mounts    map[string]string // container mountPath -> local folder

@@ -2,9 +2,6 @@ package testcluster
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"sync"
 	"sync/atomic"
@@ -13,6 +10,9 @@ import (
 	"github.com/go-logr/logr"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
@@ -21,29 +21,35 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
-// Kubelet runs pod stand-ins for the Deployments it was asked to Serve and
-// writes their status, as kubelet and the deployment controller would.
-// Deployments nobody asked it to serve are left alone (never available).
+// Kubelet is the test ground's node: it binds the Pods the real ReplicaSet
+// controller creates to itself (no scheduler runs), runs for each Pod of a
+// Deployment it was asked to Serve the webhook host with that Pod's own
+// mounted Secrets, and reports the Pod's IP, readiness and termination. It
+// never writes Deployment or ReplicaSet status: kube-controller-manager
+// does. Pods of Deployments nobody asked it to serve stay Pending.
 type Kubelet struct {
 	client  client.Client // live writes
-	cache   cache.Cache   // reads, and the Secret and Deployment watches
+	cache   cache.Cache   // reads, and the Pod and Secret watches
 	network *network
 	baseDir string
 	log     logr.Logger
 	delay   atomic.Int64 // propagation delay of Secret updates, in ns
 	clock   clock.WithDelayedExecution
 
-	queue      workqueue.TypedRateLimitingInterface[types.NamespacedName]
-	workerDone chan struct{}  // closed when the sync loop has ended; nil until start
-	stopping   sync.WaitGroup // pods draining after being retired
-	refreshing sync.WaitGroup // Secret refreshes whose delay is over
+	queue      workqueue.TypedRateLimitingInterface[types.NamespacedName] // Pods
+	workerDone chan struct{}                                              // closed when the sync loop has ended; nil until start
+	stopping   sync.WaitGroup                                             // pods draining after being retired
+	refreshing sync.WaitGroup                                             // Secret refreshes whose delay is over
 
 	mu      sync.Mutex
 	ctx     context.Context // ends with stopAll
 	cancel  context.CancelFunc
 	stopped bool
-	hosts   map[types.NamespacedName]hostEntry
-	pods    map[types.NamespacedName][]*pod // oldest first
+	hosts   map[types.NamespacedName]hostEntry // by Deployment
+	lost    map[types.NamespacedName]struct{}  // Deployments whose node was lost (Forget)
+	pods    map[types.NamespacedName]*pod      // by Pod
+	// waiting are the Pods held in ContainerCreating by a missing Secret.
+	waiting map[types.NamespacedName]struct{}
 	// refreshes are the Secret refreshes waiting out the propagation delay.
 	refreshes map[clock.Timer]struct{}
 }
@@ -58,7 +64,7 @@ type serveOptions struct {
 	port      int32
 }
 
-// ServeOption tunes how a Deployment's pod stand-in runs its host.
+// ServeOption tunes how a Deployment's pods run their host.
 type ServeOption func(*serveOptions)
 
 // InContainer names the container whose mounts and ports the host gets
@@ -77,13 +83,15 @@ func newKubelet(c client.Client, ca cache.Cache, net *network, baseDir string, l
 			50*time.Millisecond, 2*time.Second)),
 		ctx: ctx, cancel: cancel,
 		hosts:     map[types.NamespacedName]hostEntry{},
-		pods:      map[types.NamespacedName][]*pod{},
+		lost:      map[types.NamespacedName]struct{}{},
+		pods:      map[types.NamespacedName]*pod{},
+		waiting:   map[types.NamespacedName]struct{}{},
 		refreshes: map[clock.Timer]struct{}{},
 	}
 }
 
-// Serve makes the Deployment namespace/name run host in its pod stand-in,
-// now or whenever the Deployment appears.
+// Serve makes every Pod of the Deployment namespace/name run host, now or
+// whenever its Pods appear. Pods already running keep their host.
 func (k *Kubelet) Serve(namespace, deployment string, host Host, opts ...ServeOption) {
 	var o serveOptions
 	for _, opt := range opts {
@@ -92,42 +100,56 @@ func (k *Kubelet) Serve(namespace, deployment string, host Host, opts ...ServeOp
 	key := types.NamespacedName{Namespace: namespace, Name: deployment}
 	k.mu.Lock()
 	k.hosts[key] = hostEntry{host: host, opts: o}
+	delete(k.lost, key)
 	k.mu.Unlock()
-	k.queue.Add(key)
+	k.enqueueNamespace(namespace)
 }
 
-// Forget stops serving the Deployment: its pods stop, as if their node died.
+// Forget stops serving the Deployment as if its pods' node were lost:
+// their hosts stop and nothing reports it, so the Pods stay Ready and
+// their EndpointSlice entries ready (no node lifecycle controller runs
+// here), but nothing answers at their IPs any more. Serve brings them back
+// in the same Pods, at the same IPs.
 func (k *Kubelet) Forget(namespace, deployment string) {
 	key := types.NamespacedName{Namespace: namespace, Name: deployment}
 	k.mu.Lock()
 	delete(k.hosts, key)
+	k.lost[key] = struct{}{}
 	k.mu.Unlock()
-	k.queue.Add(key)
+	k.enqueueNamespace(namespace)
 }
 
 // SetPropagationDelay sets how long a Secret update takes to reach the
 // mounted files of running pods (kubelet: 30-100 s in real clusters).
 func (k *Kubelet) SetPropagationDelay(d time.Duration) { k.delay.Store(int64(d)) }
 
-// PodEnv returns the environment of the Deployment's newest ready pod.
+// PodEnv returns the environment of the Deployment's newest ready pod that
+// is not terminating.
 func (k *Kubelet) PodEnv(namespace, deployment string) (*PodEnv, bool) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	pods := k.pods[types.NamespacedName{Namespace: namespace, Name: deployment}]
-	for i := len(pods) - 1; i >= 0; i-- {
-		if pods[i].ready.Load() && !pods[i].exited.Load() {
-			return pods[i].env, true
+	var newest *pod
+	for _, p := range k.pods {
+		if p.deployment.Namespace != namespace || p.deployment.Name != deployment ||
+			!p.ready.Load() || p.exited.Load() || p.terminating.Load() {
+			continue
+		}
+		if newest == nil || p.started.After(newest.started) {
+			newest = p
 		}
 	}
-	return nil, false
+	if newest == nil {
+		return nil, false
+	}
+	return newest.env, true
 }
 
 func (k *Kubelet) start(ctx context.Context) error {
-	depInformer, err := k.cache.GetInformer(ctx, &appsv1.Deployment{})
+	podInformer, err := k.cache.GetInformer(ctx, &corev1.Pod{})
 	if err != nil {
 		return err
 	}
-	if _, err := depInformer.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+	if _, err := podInformer.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
 		AddFunc:    func(obj any) { k.enqueueObject(obj) },
 		UpdateFunc: func(_, obj any) { k.enqueueObject(obj) },
 		DeleteFunc: func(obj any) { k.enqueueObject(obj) },
@@ -144,8 +166,11 @@ func (k *Kubelet) start(ctx context.Context) error {
 	}); err != nil {
 		return err
 	}
-	if _, err := k.cache.GetInformer(ctx, &corev1.Service{}); err != nil {
-		return err
+	// Read through the cache: a Pod's owner, and the network's routes.
+	for _, obj := range []client.Object{&appsv1.ReplicaSet{}, &corev1.Service{}, &discoveryv1.EndpointSlice{}} {
+		if _, err := k.cache.GetInformer(ctx, obj); err != nil {
+			return err
+		}
 	}
 	k.workerDone = make(chan struct{})
 	go func() {
@@ -165,6 +190,17 @@ func (k *Kubelet) enqueueObject(obj any) {
 	}
 }
 
+// enqueueNamespace resyncs every Pod of the namespace.
+func (k *Kubelet) enqueueNamespace(namespace string) {
+	var pods corev1.PodList
+	if err := k.cache.List(context.Background(), &pods, client.InNamespace(namespace)); err != nil {
+		return // the cache is not started yet: its initial list enqueues them
+	}
+	for i := range pods.Items {
+		k.queue.Add(client.ObjectKeyFromObject(&pods.Items[i]))
+	}
+}
+
 // secretChanged schedules, after the propagation delay, a refresh of every
 // running pod that mounts the Secret, and retries pods waiting for it.
 func (k *Kubelet) secretChanged(obj any) {
@@ -178,18 +214,13 @@ func (k *Kubelet) secretChanged(obj any) {
 	if k.stopped {
 		return
 	}
-	for key, pods := range k.pods {
-		if key.Namespace != secret.Namespace {
-			continue
-		}
-		for _, p := range pods {
-			if p.mounts(secret.Name) {
-				k.refreshAfter(delay, p, secret.Name)
-			}
+	for _, p := range k.pods {
+		if p.key.Namespace == secret.Namespace && p.mounts(secret.Name) {
+			k.refreshAfter(delay, p, secret.Name)
 		}
 	}
-	for key := range k.hosts {
-		if key.Namespace == secret.Namespace && len(k.pods[key]) == 0 {
+	for key := range k.waiting {
+		if key.Namespace == secret.Namespace {
 			k.queue.Add(key)
 		}
 	}
@@ -212,7 +243,7 @@ func (k *Kubelet) refreshAfter(delay time.Duration, p *pod, secret string) {
 		k.mu.Unlock()
 		defer k.refreshing.Done()
 		if _, err := p.refreshSecret(ctx, k.cache, secret); err != nil && ctx.Err() == nil {
-			k.log.Error(err, "Refreshing secret volume", "deployment", p.deployment, "secret", secret)
+			k.log.Error(err, "Refreshing secret volume", "pod", p.key, "secret", secret)
 		}
 	})
 	k.refreshes[timer] = struct{}{}
@@ -234,7 +265,7 @@ func (k *Kubelet) processNext(ctx context.Context) bool {
 	}
 	defer k.queue.Done(key)
 	if err := k.sync(ctx, key); err != nil {
-		k.log.V(1).Info("Kubelet sync failed, retrying", "deployment", key, "error", err.Error())
+		k.log.V(1).Info("Kubelet sync failed, retrying", "pod", key, "error", err.Error())
 		k.queue.AddRateLimited(key)
 		return true
 	}
@@ -242,126 +273,178 @@ func (k *Kubelet) processNext(ctx context.Context) bool {
 	return true
 }
 
-// sync brings the Deployment's pods in line with its spec: start a pod for
-// the current template, retire older pods once it is ready (a surge
-// rollout), stop everything at zero replicas or deletion, then write status.
+// sync brings one Pod in line with kubelet's contract: bind it to the node
+// if nobody did, run its host while it exists, drain it once it is being
+// deleted and then remove it, and report its status.
 func (k *Kubelet) sync(ctx context.Context, key types.NamespacedName) error {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	if k.stopped {
 		return nil
 	}
-
-	var dep appsv1.Deployment
-	err := k.cache.Get(ctx, key, &dep)
+	var obj corev1.Pod
+	err := k.cache.Get(ctx, key, &obj)
 	if client.IgnoreNotFound(err) != nil {
 		return err
 	}
-	entry, served := k.hosts[key]
-	if err != nil || !served || !dep.DeletionTimestamp.IsZero() {
-		k.stopPods(key, nil)
+	running := k.pods[key]
+	if running != nil && (err != nil || running.uid != obj.UID) {
+		// The Pod is gone (or was replaced under the same name) without a
+		// graceful deletion: its container is killed.
+		k.retire(running)
+		delete(k.pods, key)
+		running = nil
+	}
+	if err != nil {
+		delete(k.waiting, key)
 		return nil
 	}
-	k.dropExited(key)
-	if replicasOf(&dep) == 0 {
-		k.stopPods(key, nil)
-		return k.writeStatus(ctx, &dep)
+	switch {
+	case obj.Spec.NodeName == "" && obj.DeletionTimestamp.IsZero():
+		return k.bind(ctx, &obj)
+	case obj.Spec.NodeName != NodeName:
+		return nil
+	case !obj.DeletionTimestamp.IsZero():
+		delete(k.waiting, key)
+		return k.terminate(ctx, &obj, running)
 	}
-	hash := templateHash(&dep.Spec.Template)
-	current := k.podFor(key, hash)
-	if current == nil {
-		current, err = k.startPod(ctx, &dep, hash, entry)
-		if errors.Is(err, errSecretMissing) {
-			k.log.V(1).Info("Pod waits for its secret volume", "deployment", key, "reason", err.Error())
-			return k.writeStatus(ctx, &dep)
+
+	deployment, err := k.deploymentOf(ctx, &obj)
+	if err != nil {
+		return err
+	}
+	entry, served := k.hosts[deployment]
+	if _, lost := k.lost[deployment]; lost {
+		if running != nil && !running.lost.Load() {
+			running.lost.Store(true)
+			k.network.unregister(running) // nothing answers at its IP from now on
+			k.retire(running)             // kept in k.pods: its IP comes back with Serve
 		}
+		return nil // a lost node reports nothing
+	}
+	if !served {
+		if running != nil {
+			k.retire(running)
+			delete(k.pods, key)
+		}
+		return k.writePodStatus(ctx, &obj, nil, "no host is registered for deployment "+deployment.String()+" with the test ground's kubelet")
+	}
+	if running != nil && (running.exited.Load() || running.lost.Load()) {
+		// The container exited, or its node is back: kubelet restarts it in
+		// the same Pod, at the same IP.
+		if !running.lost.Load() {
+			k.network.unregister(running)
+			running.stop()
+		}
+		restarted, err := k.startPod(ctx, &obj, deployment, entry, running.ip, running.restarts+1)
+		if err != nil {
+			delete(k.pods, key)
+			return err
+		}
+		running = restarted
+	}
+	if running == nil {
+		running, err = k.startPod(ctx, &obj, deployment, entry, k.network.allocateIP(), 0)
+		if errors.Is(err, errSecretMissing) {
+			k.waiting[key] = struct{}{}
+			return k.writePodStatus(ctx, &obj, nil, err.Error())
+		}
+		delete(k.waiting, key)
 		if err != nil {
 			return err
 		}
 	}
-	if current.ready.Load() {
-		k.stopPods(key, current)
-	}
-	return k.writeStatus(ctx, &dep)
+	return k.writePodStatus(ctx, &obj, running, "")
 }
 
-func (k *Kubelet) startPod(ctx context.Context, dep *appsv1.Deployment, hash string, entry hostEntry) (*pod, error) {
-	key := client.ObjectKeyFromObject(dep)
-	p, err := newPod(dep, hash, k.baseDir, entry.opts)
+// bind assigns the Pod to the node, as the scheduler would.
+func (k *Kubelet) bind(ctx context.Context, obj *corev1.Pod) error {
+	binding := &corev1.Binding{
+		ObjectMeta: metav1.ObjectMeta{Namespace: obj.Namespace, Name: obj.Name, UID: obj.UID},
+		Target:     corev1.ObjectReference{Kind: "Node", Name: NodeName},
+	}
+	err := k.client.SubResource("binding").Create(ctx, obj, binding)
+	if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
+		return nil // deleted or bound meanwhile: its next event says which
+	}
+	return err
+}
+
+// deploymentOf follows the Pod's controller, a ReplicaSet, to its
+// Deployment. A Pod of no Deployment is served by no host.
+func (k *Kubelet) deploymentOf(ctx context.Context, obj *corev1.Pod) (types.NamespacedName, error) {
+	owner := metav1.GetControllerOf(obj)
+	if owner == nil || owner.Kind != "ReplicaSet" {
+		return types.NamespacedName{}, nil
+	}
+	var rs appsv1.ReplicaSet
+	if err := k.cache.Get(ctx, types.NamespacedName{Namespace: obj.Namespace, Name: owner.Name}, &rs); err != nil {
+		return types.NamespacedName{}, err // not in the cache yet: retried
+	}
+	if dep := metav1.GetControllerOf(&rs); dep != nil && dep.Kind == "Deployment" {
+		return types.NamespacedName{Namespace: obj.Namespace, Name: dep.Name}, nil
+	}
+	return types.NamespacedName{}, nil
+}
+
+func (k *Kubelet) startPod(ctx context.Context, obj *corev1.Pod, deployment types.NamespacedName, entry hostEntry, ip string, restarts int32) (*pod, error) {
+	p, err := newPod(obj, deployment, ip, k.baseDir, entry.opts)
 	if err != nil {
 		return nil, err
 	}
+	p.restarts = restarts
 	if err := p.materialize(ctx, k.cache); err != nil {
 		p.stop()
 		return nil, err
 	}
-	err = p.run(entry.host, func() {
-		if p.ready.Load() && !p.exited.Load() {
-			k.network.add(p, p.endpoint)
-		} else {
-			k.network.remove(p)
-		}
-		k.queue.Add(key)
-	})
-	if err != nil {
+	key := p.key
+	if err := p.run(entry.host, func() { k.queue.Add(key) }); err != nil {
 		p.stop()
 		return nil, err
 	}
-	k.pods[key] = append(k.pods[key], p)
+	k.network.register(p)
+	k.pods[key] = p
 	return p, nil
 }
 
-func (k *Kubelet) podFor(key types.NamespacedName, hash string) *pod {
-	for _, p := range k.pods[key] {
-		if p.hash == hash {
-			return p
-		}
+// terminate handles a Pod being deleted: its host drains (SIGTERM; it
+// keeps answering while the EndpointSlice marks it terminating and clients
+// move away), and once it has exited the Pod is removed for good, as
+// kubelet does with a zero grace period.
+func (k *Kubelet) terminate(ctx context.Context, obj *corev1.Pod, running *pod) error {
+	if running != nil && !running.terminating.Load() {
+		running.terminating.Store(true)
+		k.stopping.Add(1)
+		go func() {
+			defer k.stopping.Done()
+			running.stop()
+			k.network.unregister(running)
+			running.drained.Store(true)
+			k.queue.Add(running.key)
+		}()
+		return nil
 	}
-	return nil
+	if running != nil && !running.drained.Load() {
+		return nil // still draining: the goroutine above enqueues the Pod again
+	}
+	delete(k.pods, client.ObjectKeyFromObject(obj))
+	err := k.client.Delete(ctx, obj, client.GracePeriodSeconds(0), client.Preconditions{UID: &obj.UID})
+	if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
+		return nil
+	}
+	return err
 }
 
-// stopPods stops every pod of the Deployment except keep.
-func (k *Kubelet) stopPods(key types.NamespacedName, keep *pod) {
-	var kept []*pod
-	for _, p := range k.pods[key] {
-		if p == keep {
-			kept = append(kept, p)
-			continue
-		}
-		k.retire(p)
-	}
-	if len(kept) == 0 {
-		delete(k.pods, key)
-		return
-	}
-	k.pods[key] = kept
-}
-
-// retire takes a pod out of the network at once (as endpoints do) and lets
-// its host drain in the background (as SIGTERM does), so the kubelet loop
-// never waits on a draining pod.
+// retire stops a pod in the background (its container is killed or its
+// host forgotten), so the kubelet loop never waits on a draining host.
 func (k *Kubelet) retire(p *pod) {
-	k.network.remove(p)
+	p.terminating.Store(true)
 	k.stopping.Add(1)
 	go func() {
 		defer k.stopping.Done()
 		p.stop()
+		k.network.unregister(p)
 	}()
-}
-
-// dropExited removes pods whose host exited, so sync starts a fresh one
-// (kubelet restarting a crashed container).
-func (k *Kubelet) dropExited(key types.NamespacedName) {
-	var alive []*pod
-	for _, p := range k.pods[key] {
-		if p.exited.Load() {
-			k.network.remove(p)
-			p.stop()
-			continue
-		}
-		alive = append(alive, p)
-	}
-	k.pods[key] = alive
 }
 
 // stopAll stops the sync loop, every pending Secret refresh and every pod,
@@ -375,8 +458,9 @@ func (k *Kubelet) stopAll() {
 		timer.Stop()
 	}
 	clear(k.refreshes)
-	for key := range k.pods {
-		k.stopPods(key, nil)
+	for key, p := range k.pods {
+		k.retire(p)
+		delete(k.pods, key)
 	}
 	k.mu.Unlock()
 	if k.workerDone != nil {
@@ -384,17 +468,4 @@ func (k *Kubelet) stopAll() {
 	}
 	k.refreshing.Wait()
 	k.stopping.Wait()
-}
-
-func replicasOf(dep *appsv1.Deployment) int32 {
-	if dep.Spec.Replicas == nil {
-		return 1
-	}
-	return *dep.Spec.Replicas
-}
-
-func templateHash(t *corev1.PodTemplateSpec) string {
-	raw, _ := json.Marshal(t)
-	sum := sha256.Sum256(raw)
-	return hex.EncodeToString(sum[:8])
 }

@@ -100,7 +100,7 @@ var _ = Describe("The kubelet stand-in", func() {
 		Expect(err).To(MatchError(ContainSubstring("mounts nothing at /var/run/secrets/not-mounted")))
 	})
 
-	It("starts the pod once a missing Secret appears, and writes Deployment status", func(ctx context.Context) {
+	It("starts the pod once a missing Secret appears, and the deployment controller then reports the Deployment available", func(ctx context.Context) {
 		Expect(cluster.Client.Create(ctx, webhookDeployment(ns, "hook", "late"))).To(Succeed())
 		cluster.Kubelet.Serve(ns, "hook", idleHost)
 		Consistently(func() bool { _, ok := cluster.Kubelet.PodEnv(ns, "hook"); return ok }, time.Second).Should(BeFalse())

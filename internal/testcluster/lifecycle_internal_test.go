@@ -19,9 +19,9 @@ import (
 
 	"github.com/go-logr/logr"
 	. "github.com/onsi/gomega"
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	clocktesting "k8s.io/utils/clock/testing"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -64,7 +64,7 @@ func (s *secretStub) Get(ctx context.Context, _ client.ObjectKey, obj client.Obj
 }
 
 // kubeletWithPod is a kubelet (never started) running one pod stand-in
-// whose Deployment mounts Secret "cert", on a fake clock.
+// whose Pod mounts Secret "cert", on a fake clock.
 func kubeletWithPod(t *testing.T) (*Kubelet, *pod, *secretStub, *clocktesting.FakeClock) {
 	g := NewWithT(t)
 	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "cert"}, Data: map[string][]byte{"tls.crt": []byte("one")}}
@@ -74,13 +74,13 @@ func kubeletWithPod(t *testing.T) (*Kubelet, *pod, *secretStub, *clocktesting.Fa
 	k.clock = fake
 	k.SetPropagationDelay(time.Minute)
 
-	dep := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "hook"}}
-	dep.Spec.Template.Spec.Volumes = []corev1.Volume{{Name: "cert", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: "cert"}}}}
-	dep.Spec.Template.Spec.Containers = []corev1.Container{{Name: "webhook", VolumeMounts: []corev1.VolumeMount{{Name: "cert", MountPath: DefaultCertMount}}}}
-	p, err := newPod(dep, "hash", k.baseDir, serveOptions{})
+	obj := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "hook-abc12"}}
+	obj.Spec.Volumes = []corev1.Volume{{Name: "cert", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: "cert"}}}}
+	obj.Spec.Containers = []corev1.Container{{Name: "webhook", VolumeMounts: []corev1.VolumeMount{{Name: "cert", MountPath: DefaultCertMount}}}}
+	p, err := newPod(obj, types.NamespacedName{Namespace: "ns", Name: "hook"}, "10.88.0.1", k.baseDir, serveOptions{})
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(p.materialize(context.Background(), stub)).To(Succeed())
-	k.pods[client.ObjectKeyFromObject(dep)] = []*pod{p}
+	k.pods[client.ObjectKeyFromObject(obj)] = p
 	stub.podDir = p.dir
 	return k, p, stub, fake
 }
@@ -189,7 +189,7 @@ func TestProxyRefusesUntilRoutedThenTunnels(t *testing.T) {
 			statuses <- status
 		}
 	}()
-	proxy.route(func(context.Context, string, int32) (string, error) { return backend.Addr().String(), nil })
+	proxy.route(func(context.Context, string, int32) (route, error) { return route{addr: backend.Addr().String()}, nil })
 	for status := range statuses {
 		g.Expect(status).To(BeElementOf(http.StatusServiceUnavailable, http.StatusOK))
 	}

@@ -7,93 +7,151 @@ import (
 	"sync"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/util/intstr"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
-// endpoint is one ready pod stand-in as the network sees it.
-type endpoint struct {
-	namespace string
-	labels    labels.Set
-	ports     []corev1.ContainerPort // declared by the pod's container
-	port      int32                  // the containerPort the host serves
-	addr      string                 // its loopback listener
+// route is where one CONNECT leads: a pod's loopback listener, and what
+// the proxy's log says about it.
+type route struct {
+	addr        string
+	service     types.NamespacedName
+	pod         types.NamespacedName
+	podIP       string
+	ready       bool // the endpoint was ready (not terminating) when dialled
+	terminating bool
 }
 
-// network is the stand-in for Services and kube-proxy: it resolves a
-// ClusterIP:port to a ready endpoint, choosing at random among several (as
-// kube-proxy does), so a rollout serves from old and new pods alike.
+// network is the stand-in for Services and kube-proxy. It resolves a
+// ClusterIP:port the way kube-proxy programs it, from the Service and the
+// EndpointSlices the real EndpointSlice controller writes: a ready endpoint
+// chosen at random (so a rollout serves from old and new pods alike), or,
+// when none is ready, a serving terminating one (kube-proxy's fallback,
+// KEP-1669). The endpoint's pod IP leads to that pod's loopback listener;
+// a pod IP with nothing listening on the port refuses the connection.
 type network struct {
 	reader client.Reader
 
-	mu        sync.RWMutex
-	endpoints map[*pod]endpoint
+	mu     sync.RWMutex
+	byIP   map[string]*pod
+	nextIP uint32
 }
 
 func newNetwork(reader client.Reader) *network {
-	return &network{reader: reader, endpoints: map[*pod]endpoint{}}
+	return &network{reader: reader, byIP: map[string]*pod{}}
 }
 
-func (n *network) add(p *pod, ep endpoint) {
+// allocateIP hands out a free pod IP in 10.88.0.0/16.
+func (n *network) allocateIP() string {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	n.endpoints[p] = ep
+	for {
+		n.nextIP = n.nextIP%65534 + 1
+		ip := fmt.Sprintf("10.88.%d.%d", n.nextIP>>8, n.nextIP&0xff)
+		if _, used := n.byIP[ip]; !used && n.nextIP&0xff != 0 {
+			return ip
+		}
+	}
 }
 
-func (n *network) remove(p *pod) {
+// register makes the pod's IP lead to its host.
+func (n *network) register(p *pod) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	delete(n.endpoints, p)
+	n.byIP[p.ip] = p
 }
 
-func (n *network) resolve(ctx context.Context, clusterIP string, port int32) (string, error) {
+// unregister frees the pod's IP unless another pod (its restart) holds it.
+func (n *network) unregister(p *pod) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.byIP[p.ip] == p {
+		delete(n.byIP, p.ip)
+	}
+}
+
+func (n *network) resolve(ctx context.Context, clusterIP string, port int32) (route, error) {
 	svc, err := n.serviceByClusterIP(ctx, clusterIP)
 	if err != nil {
-		return "", err
+		return route{}, err
 	}
-	var target *intstr.IntOrString
+	svcKey := client.ObjectKeyFromObject(svc)
+	var portName *string
 	for i := range svc.Spec.Ports {
 		if svc.Spec.Ports[i].Port == port {
-			t := svc.Spec.Ports[i].TargetPort
-			if t.IntVal == 0 && t.StrVal == "" {
-				t = intstr.FromInt32(port)
+			portName = &svc.Spec.Ports[i].Name
+		}
+	}
+	if portName == nil {
+		return route{}, fmt.Errorf("service %s has no port %d", svcKey, port)
+	}
+	var slices discoveryv1.EndpointSliceList
+	if err := n.reader.List(ctx, &slices, client.InNamespace(svc.Namespace),
+		client.MatchingLabels{discoveryv1.LabelServiceName: svc.Name}); err != nil {
+		return route{}, fmt.Errorf("listing endpointslices of service %s: %w", svcKey, err)
+	}
+	var ready, terminating []route
+	for _, slice := range slices.Items {
+		target, ok := slicePort(slice.Ports, *portName)
+		if !ok || slice.AddressType != discoveryv1.AddressTypeIPv4 {
+			continue
+		}
+		for _, ep := range slice.Endpoints {
+			if len(ep.Addresses) == 0 {
+				continue
 			}
-			target = &t
+			r := route{service: svcKey, podIP: ep.Addresses[0], addr: fmt.Sprintf("%s:%d", ep.Addresses[0], target)}
+			if ep.TargetRef != nil {
+				r.pod = types.NamespacedName{Namespace: ep.TargetRef.Namespace, Name: ep.TargetRef.Name}
+			}
+			// A nil condition reads as its default: ready and serving true,
+			// terminating false (EndpointConditions' API documentation).
+			switch c := ep.Conditions; {
+			case c.Ready == nil || *c.Ready:
+				r.ready = true
+				ready = append(ready, r)
+			case (c.Serving == nil || *c.Serving) && c.Terminating != nil && *c.Terminating:
+				r.terminating = true
+				terminating = append(terminating, r)
+			}
 		}
 	}
-	if target == nil {
-		return "", fmt.Errorf("service %s/%s has no port %d", svc.Namespace, svc.Name, port)
-	}
-	if len(svc.Spec.Selector) == 0 {
-		return "", fmt.Errorf("service %s/%s has no selector, so no pod backs it", svc.Namespace, svc.Name)
-	}
-	selector := labels.SelectorFromSet(svc.Spec.Selector)
-
-	n.mu.RLock()
-	var candidates []string
-	for _, ep := range n.endpoints {
-		if ep.namespace == svc.Namespace && selector.Matches(ep.labels) && ep.serves(*target) {
-			candidates = append(candidates, ep.addr)
-		}
-	}
-	n.mu.RUnlock()
+	candidates := ready
 	if len(candidates) == 0 {
-		return "", fmt.Errorf("no ready pod serves service %s/%s targetPort %s", svc.Namespace, svc.Name, target.String())
+		candidates = terminating
 	}
-	return candidates[rand.IntN(len(candidates))], nil
+	if len(candidates) == 0 {
+		return route{}, fmt.Errorf("no ready pod serves service %s: its endpointslices list no ready endpoint for port %d", svcKey, port)
+	}
+	r := candidates[rand.IntN(len(candidates))]
+	addr, err := n.podListener(r.podIP, r.addr)
+	if err != nil {
+		return route{}, fmt.Errorf("service %s: %w", svcKey, err)
+	}
+	r.addr = addr
+	return r, nil
 }
 
-func (ep endpoint) serves(target intstr.IntOrString) bool {
-	if target.Type == intstr.Int {
-		return target.IntVal == ep.port
+// podListener maps podIP:port to the loopback listener of the pod holding
+// that IP, if it serves that port.
+func (n *network) podListener(podIP, podAddr string) (string, error) {
+	n.mu.RLock()
+	p := n.byIP[podIP]
+	n.mu.RUnlock()
+	if p == nil || fmt.Sprintf("%s:%d", p.ip, p.port) != podAddr {
+		return "", fmt.Errorf("dial %s: connection refused (no pod serves it)", podAddr)
 	}
-	for _, p := range ep.ports {
-		if p.Name == target.StrVal {
-			return p.ContainerPort == ep.port
+	return p.addr, nil
+}
+
+func slicePort(ports []discoveryv1.EndpointPort, name string) (int32, bool) {
+	for _, p := range ports {
+		if p.Port != nil && (p.Name == nil && name == "" || p.Name != nil && *p.Name == name) {
+			return *p.Port, true
 		}
 	}
-	return false
+	return 0, false
 }
 
 func (n *network) serviceByClusterIP(ctx context.Context, clusterIP string) (*corev1.Service, error) {

@@ -9,10 +9,9 @@ import (
 	"path/filepath"
 	"sync"
 	"sync/atomic"
+	"time"
 
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
@@ -29,45 +28,56 @@ type secretVolume struct {
 	dir      string
 }
 
-// pod is one running stand-in for a Deployment's pods.
+// pod is the running stand-in for one Pod bound to the node: its
+// container's host, its folders and its address on the cluster network.
 type pod struct {
-	deployment types.NamespacedName
-	hash       string // of the pod template it runs
+	key        types.NamespacedName // the Pod
+	uid        types.UID
+	deployment types.NamespacedName // whose host it runs
+	ip         string               // its pod IP on the stand-in network
+	port       int32                // the containerPort the host serves
+	restarts   int32                // of its container, as kubelet counts them
+	started    time.Time
 	dir        string
 	env        *PodEnv
 	volumes    []secretVolume
-	endpoint   endpoint
+	addr       string // the host's loopback listener, where the pod IP leads
 
-	writeMu sync.Mutex // serializes volume refreshes
-	removed bool       // under writeMu: stop removed the folders, nothing is written any more
-	cancel  context.CancelFunc
-	done    chan struct{}
-	ready   atomic.Bool
-	exited  atomic.Bool
+	writeMu     sync.Mutex // serializes volume refreshes
+	removed     bool       // under writeMu: stop removed the folders, nothing is written any more
+	cancel      context.CancelFunc
+	done        chan struct{}
+	ready       atomic.Bool
+	exited      atomic.Bool
+	terminating atomic.Bool // the Pod is being deleted: the host drains
+	drained     atomic.Bool // the draining host has exited
+	lost        atomic.Bool // its node was lost (Kubelet.Forget): stopped, unreported
 }
 
-// newPod lays out the pod's folders from the Deployment's template: only the
-// Secret and emptyDir volumes the chosen container mounts become folders, so
-// a host can reach nothing else.
-func newPod(dep *appsv1.Deployment, hash, baseDir string, opts serveOptions) (*pod, error) {
-	tmpl := dep.Spec.Template
-	container, err := pickContainer(tmpl.Spec.Containers, opts.container)
+// newPod lays out the pod's folders from the Pod's spec: only the Secret
+// and emptyDir volumes the chosen container mounts become folders, so a
+// host can reach nothing else.
+func newPod(obj *corev1.Pod, deployment types.NamespacedName, ip, baseDir string, opts serveOptions) (*pod, error) {
+	container, err := pickContainer(obj.Spec.Containers, opts.container)
 	if err != nil {
-		return nil, fmt.Errorf("deployment %s/%s: %w", dep.Namespace, dep.Name, err)
+		return nil, fmt.Errorf("pod %s/%s: %w", obj.Namespace, obj.Name, err)
 	}
 	dir, err := os.MkdirTemp(baseDir, "pod-")
 	if err != nil {
 		return nil, err
 	}
 	p := &pod{
-		deployment: client.ObjectKeyFromObject(dep),
-		hash:       hash,
+		key:        client.ObjectKeyFromObject(obj),
+		uid:        obj.UID,
+		deployment: deployment,
+		ip:         ip,
+		port:       servedPort(container, opts.port),
 		dir:        dir,
-		env:        &PodEnv{Namespace: dep.Namespace, Deployment: dep.Name, mounts: map[string]string{}, ready: make(chan struct{})},
+		env:        &PodEnv{Namespace: obj.Namespace, Deployment: deployment.Name, Pod: obj.Name, mounts: map[string]string{}, ready: make(chan struct{})},
 		done:       make(chan struct{}),
 	}
 	volumes := map[string]corev1.Volume{}
-	for _, v := range tmpl.Spec.Volumes {
+	for _, v := range obj.Spec.Volumes {
 		volumes[v.Name] = v
 	}
 	seen := map[string]string{}
@@ -95,12 +105,6 @@ func newPod(dep *appsv1.Deployment, hash, baseDir string, opts serveOptions) (*p
 			seen[v.Name] = volDir
 		}
 		p.env.mounts[filepath.Clean(m.MountPath)] = volDir
-	}
-	p.endpoint = endpoint{
-		namespace: dep.Namespace,
-		labels:    labels.Set(tmpl.Labels),
-		ports:     container.Ports,
-		port:      servedPort(container, opts.port),
 	}
 	return p, nil
 }
@@ -157,7 +161,7 @@ func (p *pod) refreshSecret(ctx context.Context, reader client.Reader, name stri
 
 func (p *pod) writeVolume(ctx context.Context, reader client.Reader, v secretVolume) (bool, error) {
 	var secret corev1.Secret
-	err := reader.Get(ctx, types.NamespacedName{Namespace: p.deployment.Namespace, Name: v.secret}, &secret)
+	err := reader.Get(ctx, types.NamespacedName{Namespace: p.key.Namespace, Name: v.secret}, &secret)
 	if client.IgnoreNotFound(err) != nil {
 		return false, err
 	}
@@ -165,7 +169,7 @@ func (p *pod) writeVolume(ctx context.Context, reader client.Reader, v secretVol
 		if v.optional {
 			return false, nil
 		}
-		return false, fmt.Errorf("%w: %s/%s", errSecretMissing, p.deployment.Namespace, v.secret)
+		return false, fmt.Errorf("%w: %s/%s", errSecretMissing, p.key.Namespace, v.secret)
 	}
 	files, err := projectSecret(secret.Data, v.items)
 	if err != nil {
@@ -207,7 +211,8 @@ func (p *pod) run(host Host, onChange func()) error {
 		return fmt.Errorf("pod listener: %w", err)
 	}
 	p.env.Listener = ln
-	p.endpoint.addr = ln.Addr().String()
+	p.addr = ln.Addr().String()
+	p.started = time.Now()
 	ctx, cancel := context.WithCancel(context.Background())
 	p.cancel = cancel
 	go func() {

@@ -15,11 +15,27 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	"k8s.io/apimachinery/pkg/types"
 )
 
 // resolveFunc maps the ClusterIP:port the API server asks for to the
-// loopback address of a pod stand-in serving it.
-type resolveFunc func(ctx context.Context, clusterIP string, port int32) (string, error)
+// loopback address of a pod serving it.
+type resolveFunc func(ctx context.Context, clusterIP string, port int32) (route, error)
+
+// Connection is one tunnel the proxy opened, as its log records it: which
+// Service it was for and which Pod (by its EndpointSlice entry) got it.
+type Connection struct {
+	Time    time.Time
+	Service types.NamespacedName
+	Pod     types.NamespacedName
+	PodIP   string
+	// Ready: the endpoint was ready when dialled; otherwise it was a
+	// serving, terminating one (used only when no endpoint was ready).
+	Ready bool
+}
+
+// maxConnectionLog bounds the proxy's log (oldest dropped first).
+const maxConnectionLog = 100_000
 
 // connectProxy is the API server's way into the stand-in cluster network:
 // the egress selector sends "CONNECT <clusterIP>:<port>" over a unix socket.
@@ -32,6 +48,9 @@ type connectProxy struct {
 	// those answered with an error because nothing serves the address.
 	Tunnels atomic.Int64
 	Refused atomic.Int64
+
+	logMu       sync.Mutex
+	connections []Connection
 
 	wg     sync.WaitGroup
 	mu     sync.Mutex
@@ -106,12 +125,12 @@ func (p *connectProxy) serve(client net.Conn) {
 		p.refuse(client, http.StatusServiceUnavailable, "test cluster network is not started yet")
 		return
 	}
-	addr, err := (*resolve)(ctx, host, int32(port))
+	target, err := (*resolve)(ctx, host, int32(port))
 	if err != nil {
 		p.refuse(client, http.StatusServiceUnavailable, err.Error())
 		return
 	}
-	backend, err := dialLoopback(ctx, addr)
+	backend, err := dialLoopback(ctx, target.addr)
 	if err != nil {
 		p.refuse(client, http.StatusServiceUnavailable, err.Error())
 		return
@@ -122,6 +141,7 @@ func (p *connectProxy) serve(client net.Conn) {
 	}
 	defer p.untrack(backend)
 	p.Tunnels.Add(1)
+	p.record(target)
 
 	// After the status line the proxy must send nothing else of its own.
 	if _, err := io.WriteString(client, "HTTP/1.1 200 Connection established\r\n\r\n"); err != nil {
@@ -148,6 +168,23 @@ func dialLoopback(ctx context.Context, addr string) (net.Conn, error) {
 	}
 	var d net.Dialer
 	return d.DialContext(ctx, "tcp", addr)
+}
+
+func (p *connectProxy) record(r route) {
+	p.log.V(1).Info("Tunnel", "service", r.service, "pod", r.pod, "podIP", r.podIP, "ready", r.ready)
+	p.logMu.Lock()
+	defer p.logMu.Unlock()
+	if len(p.connections) == maxConnectionLog {
+		p.connections = append(p.connections[:0], p.connections[1:]...)
+	}
+	p.connections = append(p.connections, Connection{Time: time.Now(), Service: r.service, Pod: r.pod, PodIP: r.podIP, Ready: r.ready})
+}
+
+// Connections returns the proxy's log of opened tunnels, oldest first.
+func (p *connectProxy) Connections() []Connection {
+	p.logMu.Lock()
+	defer p.logMu.Unlock()
+	return append([]Connection(nil), p.connections...)
 }
 
 func (p *connectProxy) refuse(conn net.Conn, status int, message string) {
