@@ -41,6 +41,7 @@ var managerClusterPermissions = []string{
 	"apps/deployments: create,delete,get,list,patch,watch",
 	"authentication.k8s.io/tokenreviews: create",
 	"authorization.k8s.io/subjectaccessreviews: create",
+	"core/namespaces: get",
 	"core/secrets: create,delete,get,list,patch,watch",
 	"core/serviceaccounts: create,delete,get",
 	"core/services: create,delete,get,list,patch,watch",
