@@ -53,6 +53,8 @@ func main() {
 		concurrency    int
 		metricsSecure  bool
 		authority      controllers.Authority
+		migration      controllers.MigrationOptions
+		inTree         bool
 	)
 	flag.StringVar(&metricsAddr, "metrics-bind-address", ":8443", "address of the Prometheus metrics endpoint (0 disables it)")
 	flag.BoolVar(&metricsSecure, "metrics-secure", true, "serve metrics over HTTPS, to scrapers the API server authenticates and authorizes (get on the /metrics non-resource URL); false serves plain HTTP to anyone")
@@ -61,19 +63,24 @@ func main() {
 	flag.StringVar(&leaderElectNS, "leader-election-namespace", "", "namespace of the leader-election Lease (default: the pod's namespace)")
 	flag.IntVar(&concurrency, "max-concurrent-reconciles", controllers.DefaultConcurrency, "how many WebhookInstalls are reconciled at once")
 	flag.BoolVar(&authority.AllowSystemNamespaces, "allow-system-namespaces", false, "accept WebhookInstalls in Hookwright's own namespace and in kube-* namespaces")
+	flag.Int64Var(&migration.PageSize, "migration-page-size", 500, "objects a storage migration lists and rewrites per pass (its unit of progress after a restart)")
+	flag.IntVar(&migration.Workers, "migration-workers", 4, "objects a storage migration rewrites in parallel")
+	flag.Float64Var(&migration.QPS, "migration-qps", 200, "rewrites per second, all storage migrations together")
+	flag.BoolVar(&inTree, "migration-use-in-tree", true, "migrate through the cluster's StorageVersionMigration API (storagemigration.k8s.io) when it is served and its controller runs; false: always Hookwright's own migrator")
 	opts := zap.Options{}
 	opts.BindFlags(flag.CommandLine)
 	flag.Parse()
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&opts)))
 
 	authority.Namespace, authority.ServiceAccount = ownIdentity()
-	if err := run(metricsServer(metricsAddr, metricsSecure), probeAddr, leaderElection, leaderElectNS, concurrency, authority); err != nil {
+	migration.InTree = &inTree
+	if err := run(metricsServer(metricsAddr, metricsSecure), probeAddr, leaderElection, leaderElectNS, concurrency, authority, migration); err != nil {
 		fmt.Fprintln(os.Stderr, "hookwright:", err)
 		os.Exit(1)
 	}
 }
 
-func run(metrics metricsserver.Options, probeAddr string, leaderElection bool, leaderElectNS string, concurrency int, authority controllers.Authority) error {
+func run(metrics metricsserver.Options, probeAddr string, leaderElection bool, leaderElectNS string, concurrency int, authority controllers.Authority, migration controllers.MigrationOptions) error {
 	scheme := runtime.NewScheme()
 	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, apiextensionsv1.AddToScheme, v1alpha1.AddToScheme} {
 		if err := add(scheme); err != nil {
@@ -105,6 +112,7 @@ func run(metrics metricsserver.Options, probeAddr string, leaderElection bool, l
 		Clock:       clock.RealClock{},
 		Concurrency: concurrency,
 		Authority:   authority,
+		Migration:   migration,
 	}
 	if err := reconciler.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the WebhookInstall controller: %w", err)

@@ -42,11 +42,24 @@ var (
 		Name: "hookwright_admission_drift_restores_total",
 		Help: "Admission configurations Hookwright rewrote because another field manager had changed a webhook it configured, by webhook type.",
 	}, []string{"type"})
+	migratedObjects = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "hookwright_storage_migration_objects_total",
+		Help: "Objects Hookwright's own storage migrator rewrote in their CRD's storage version (or found rewritten or deleted since the list).",
+	}, []string{"method"})
+	migrationsTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "hookwright_storage_migrations_total",
+		Help: "Storage migrations that ended, by method (Hookwright, StorageVersionMigration) and result (succeeded, failed).",
+	}, []string{"method", "result"})
+	migrationDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name:    "hookwright_storage_migration_duration_seconds",
+		Help:    "Time from the start of a storage migration to its success.",
+		Buckets: prometheus.ExponentialBuckets(1, 2, 14), // 1 s .. ~4.5 h
+	}, []string{"method"})
 )
 
 func init() {
 	ctrlmetrics.Registry.MustRegister(certificateExpiry, rotationsTotal, rotationDuration, verificationsTotal, admissionGuardInForce, claimsRefused,
-		admissionVerificationsTotal, admissionDriftRestores)
+		admissionVerificationsTotal, admissionDriftRestores, migratedObjects, migrationsTotal, migrationDuration)
 	// Alerts use increase(): a series must exist at 0 before its first event.
 	claimsRefused.WithLabelValues(v1alpha1.ReasonAdmissionGuardNotInForce)
 	for _, kind := range admissionKinds {
@@ -54,6 +67,11 @@ func init() {
 			admissionVerificationsTotal.WithLabelValues(string(kind), result)
 		}
 		admissionDriftRestores.WithLabelValues(string(kind))
+	}
+	for _, method := range []string{v1alpha1.MethodHookwright, v1alpha1.MethodStorageVersionMigration} {
+		migratedObjects.WithLabelValues(method)
+		migrationsTotal.WithLabelValues(method, "succeeded")
+		migrationsTotal.WithLabelValues(method, "failed")
 	}
 }
 

@@ -42,6 +42,19 @@ package controllers
 // patched: the ownership claim annotation and spec.conversion (apply).
 // +kubebuilder:rbac:groups=apiextensions.k8s.io,resources=customresourcedefinitions,verbs=get;list;watch;patch
 //
+// CRD status: once a storage migration has rewritten every object, the
+// migrated versions are removed from status.storedVersions (an update with
+// the CRD's resourceVersion as precondition; step_migration.go). Listing
+// and rewriting the converted objects themselves is the author's grant,
+// per resource, as for verification (the admin guide has the ClusterRole).
+// +kubebuilder:rbac:groups=apiextensions.k8s.io,resources=customresourcedefinitions/status,verbs=update
+//
+// StorageVersionMigrations: where the cluster serves the in-tree API,
+// kube-controller-manager does the rewriting: Hookwright creates one per
+// migration, reads its progress, and deletes it once done
+// (migration_intree.go).
+// +kubebuilder:rbac:groups=storagemigration.k8s.io,resources=storageversionmigrations,verbs=get;create;delete
+//
 // TrustProbes: only ever dry-run created, so the API server converts one
 // through a webhook with the caBundle a CA rotation must prove
 // (trustprobe.go); nothing is stored. The probe CRD's own spec.conversion

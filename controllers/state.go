@@ -45,6 +45,11 @@ type installState struct {
 	rollingOut       []string // webhook Deployments not yet all on the current template
 	issuedCerts      bool
 
+	// migrations are the conversion CRDs' storage migration records, as
+	// the migration step left them (migrationsChecked: it ran).
+	migrations        []v1alpha1.StorageMigrationStatus
+	migrationsChecked bool
+
 	// halt stops the pipeline: the steps after it cannot run yet.
 	halt *halt
 	// retryAfter asks for another pass soon (e.g. to verify a fresh write).

@@ -88,6 +88,10 @@ func computeStatus(s *installState, stepErr error) v1alpha1.WebhookInstallStatus
 		st.ConversionCRDs = append(st.ConversionCRDs, out)
 	}
 	st.AdmissionWebhooks = admissionStatuses(s)
+	st.StorageMigrations = prev.StorageMigrations
+	if s.migrationsChecked {
+		st.StorageMigrations = s.migrations
+	}
 	st.Rotations = rotationHistory(s)
 	st.HandledRotationRequest = prev.HandledRotationRequest
 	if s.handledRequest != "" {
@@ -121,6 +125,7 @@ func computeStatus(s *installState, stepErr error) v1alpha1.WebhookInstallStatus
 		return waiting("")
 	})
 	setAdmissionConditions(&st, s, waiting)
+	setMigrationConditions(&st, s, waiting)
 	setCondition(&st, s.observedGeneration(), v1alpha1.TypeReady, st.Phase == v1alpha1.PhaseSucceeded, st.Message, func(string) (string, string) { return st.Reason, st.Message })
 	if fight := contested(&st); fight != "" {
 		meta.SetStatusCondition(&st.Conditions, metav1.Condition{Type: v1alpha1.TypeConversionContested, Status: metav1.ConditionTrue,
@@ -271,6 +276,7 @@ func crdUnverifiable(s *installState) string {
 // changes nothing.
 func (r *WebhookInstallReconciler) recordTransitions(install *v1alpha1.WebhookInstall, old, next v1alpha1.WebhookInstallStatus) {
 	r.recordRotations(install, old.Rotations, next.Rotations)
+	r.recordMigrations(install, old.StorageMigrations, next.StorageMigrations)
 	if old.Phase == next.Phase && old.Reason == next.Reason {
 		return
 	}

@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -40,6 +41,11 @@ type WebhookInstallReconciler struct {
 	Concurrency int
 	// Authority bounds what an install may make Hookwright do.
 	Authority Authority
+	// Migration bounds storage migrations (step_migration.go).
+	Migration MigrationOptions
+
+	migratorOnce  sync.Once
+	migratorState *migrator
 }
 
 // DefaultConcurrency: measured by `make bench` (P4), one worker let 1,000
@@ -76,7 +82,7 @@ func (r *WebhookInstallReconciler) Reconcile(ctx context.Context, req ctrl.Reque
 
 	var stepErr error
 	for _, run := range []step{r.releaseDropped, r.preflight, r.observeAdmission, r.claimOwnership, r.ensureCertificates, r.ensureWorkloads,
-		r.configureConversion, r.configureAdmission, r.verifyConversion} {
+		r.configureConversion, r.configureAdmission, r.verifyConversion, r.migrateStorage} {
 		if stepErr = run(ctx, s); stepErr != nil || s.halt != nil {
 			break
 		}

@@ -9,6 +9,15 @@ package v1alpha1
 // records the last one handled and status.rotations the rotation itself.
 const AnnotationRotate = "operators.hookwright.dev/rotate"
 
+// AnnotationMigrateStorage on a WebhookInstall asks for a storage
+// migration of its conversion CRDs whose policy is OnRequest, for example
+//
+//	kubectl annotate whi my-install operators.hookwright.dev/migrate-storage="retire v1" --overwrite
+//
+// Each distinct value is carried out once per CRD; the CRD's
+// status.storageMigrations entry records it as its request.
+const AnnotationMigrateStorage = "operators.hookwright.dev/migrate-storage"
+
 // Annotations Hookwright reads and writes on CustomResourceDefinitions.
 const (
 	// AnnotationOwner on a CRD names the WebhookInstall (<namespace>/<name>)

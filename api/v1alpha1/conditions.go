@@ -25,6 +25,15 @@ const (
 	// TypeAdmissionContested is True when another field manager keeps
 	// rewriting an admission webhook's clientConfig that Hookwright restores.
 	TypeAdmissionContested = "AdmissionContested"
+	// TypeStorageMigrated is True when every conversion CRD stores its
+	// objects in its storage version only (status.storedVersions lists
+	// only it). It does not count towards Ready: the webhook serves
+	// either way.
+	TypeStorageMigrated = "StorageMigrated"
+	// TypeOldVersionsRemovable is True when a conversion CRD has versions
+	// that store no object: the author may stop serving them and remove
+	// them from the CRD (the message names them).
+	TypeOldVersionsRemovable = "OldVersionsRemovable"
 )
 
 // Condition and phase reasons.
@@ -110,4 +119,18 @@ const (
 	// webhook, which answered with an error status or a review it could not
 	// read; trust is proven, so rotations go on.
 	ReasonWebhookErrored = "WebhookErrored"
+	// ReasonMigrationRunning: a storage migration is rewriting objects; the message counts them.
+	ReasonMigrationRunning = "MigrationRunning"
+	// ReasonMigrationFailed: a storage migration stopped; the message names the object and the API server's error. storedVersions is untouched.
+	ReasonMigrationFailed = "MigrationFailed"
+	// ReasonMigrationWaiting: old versions are stored and the migration waits for a verified conversion.
+	ReasonMigrationWaiting = "MigrationWaiting"
+	// ReasonMigrationForbidden: RBAC forbids Hookwright to list or rewrite the converted resource, or to update the CRD's status; the message says what to grant.
+	ReasonMigrationForbidden = "MigrationForbidden"
+	// ReasonMigrationNotRequested: old versions are stored and the policy is Disabled, or OnRequest with no new request.
+	ReasonMigrationNotRequested = "MigrationNotRequested"
+	// ReasonNoVersionRemovable: every version of the CRDs is the storage version or still stores objects.
+	ReasonNoVersionRemovable = "NoVersionRemovable"
+	// ReasonVersionsRemovable: some versions store no object; the message names them and the CRDs.
+	ReasonVersionsRemovable = "VersionsRemovable"
 )

@@ -72,6 +72,13 @@ type WebhookInstallStatus struct {
 	// +listMapKey=name
 	// +optional
 	ConversionCRDs []ConversionCRDStatus `json:"conversionCRDs,omitempty"`
+	// StorageMigrations is, per conversion CRD with older stored versions
+	// (or that had them), its last storage migration.
+	// +kubebuilder:validation:MaxItems=64
+	// +listType=map
+	// +listMapKey=name
+	// +optional
+	StorageMigrations []StorageMigrationStatus `json:"storageMigrations,omitempty"`
 	// AdmissionWebhooks lists each admission webhook (a
 	// ValidatingAdmissionWebhook or MutatingAdmissionWebhook
 	// webhookdefinition) and its state.

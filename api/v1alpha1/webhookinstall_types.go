@@ -23,6 +23,7 @@ import (
 // +kubebuilder:printcolumn:name="Serving-Expires",type=string,JSONPath=`.status.services[0].servingNotAfter`,priority=1
 // +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.reason`,priority=1
 // +kubebuilder:printcolumn:name="Admission",type=string,JSONPath=`.status.admissionWebhooks[*].name`,priority=1
+// +kubebuilder:printcolumn:name="Migration",type=string,JSONPath=`.status.storageMigrations[*].state`,priority=1
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 // +kubebuilder:validation:XValidation:rule="!has(self.spec.replaces) || self.spec.replaces != self.metadata.name",message="spec.replaces names the install this one upgrades; it cannot be this install itself"
 type WebhookInstall struct {
@@ -42,6 +43,7 @@ type WebhookInstall struct {
 // +kubebuilder:validation:XValidation:rule="self.webhookdefinitions.all(a, self.webhookdefinitions.all(b, a.generateName == b.generateName || !has(a.conversionCRDs) || !has(b.conversionCRDs) || !a.conversionCRDs.exists(c, c in b.conversionCRDs)))",message="a CRD has one conversion webhook: a conversionCRDs entry must not appear in two webhookdefinitions"
 // +kubebuilder:validation:XValidation:rule="self.webhookdefinitions.all(a, self.webhookdefinitions.all(b, a.deploymentName == b.deploymentName || a.deploymentName.replace('.', '-') != b.deploymentName.replace('.', '-')))",message="two webhook deployment names differ only by '.' versus '-': they would share one webhook Service name (<deployment>-service with dots as dashes); rename one"
 // +kubebuilder:validation:XValidation:rule="!has(self.customresourcedefinitions.owned) || self.customresourcedefinitions.owned.filter(o, self.webhookdefinitions.exists(w, has(w.conversionCRDs) && o.name in w.conversionCRDs)).size() <= 16",message="an install converts at most 16 CRDs (the admission guard checks your permission on each one); split the webhooks over several installs"
+// +kubebuilder:validation:XValidation:rule="!has(self.storageMigration) || !has(self.storageMigration.crds) || self.storageMigration.crds.all(m, self.webhookdefinitions.exists(w, has(w.conversionCRDs) && m.name in w.conversionCRDs))",message="every storageMigration.crds entry must name a CRD listed in a webhookdefinition's conversionCRDs"
 // +kubebuilder:validation:XValidation:rule="self.webhookdefinitions.all(w, !has(w.conversionCRDs) || w.conversionCRDs.all(c, !c.endsWith('.operators.hookwright.dev')))",message="Hookwright's own CRDs (*.operators.hookwright.dev) are never converted by a WebhookInstall"
 type WebhookInstallSpec struct {
 	// DisplayName is a human-readable name of the operator.
@@ -85,6 +87,12 @@ type WebhookInstallSpec struct {
 	// +kubebuilder:default={}
 	// +optional
 	Certificates CertificatePolicy `json:"certificates,omitempty"`
+	// StorageMigration sets when the conversion CRDs' stored objects are
+	// rewritten in the storage version, so that older versions leave
+	// status.storedVersions and can be removed from the CRD.
+	// +kubebuilder:default={}
+	// +optional
+	StorageMigration StorageMigrationSpec `json:"storageMigration,omitempty"`
 }
 
 // CustomResourceDefinitions is a CSV's customresourcedefinitions block.

@@ -57,6 +57,7 @@ type settings struct {
 	wrapClient     func(client.Client) client.Client
 	wrapEventSink  func(events.EventSink) events.EventSink
 	wrapRecorder   func(events.EventRecorder) events.EventRecorder
+	migration      *controllers.MigrationOptions
 }
 
 // LeaderElection runs the operator as one of several replicas electing a
@@ -92,6 +93,13 @@ func WithEventSink(wrap func(events.EventSink) events.EventSink) Option {
 // broadcaster).
 func WithRecorder(wrap func(events.EventRecorder) events.EventRecorder) Option {
 	return func(s *settings) { s.wrapRecorder = wrap }
+}
+
+// WithMigration bounds the operator's storage migrations (page size,
+// rate, whether it may use the in-tree StorageVersionMigration API), as
+// main.go's --migration-* flags do.
+func WithMigration(m controllers.MigrationOptions) Option {
+	return func(s *settings) { s.migration = &m }
 }
 
 // StartOperator starts the manager with the WebhookInstall reconciler.
@@ -143,6 +151,9 @@ func StartOperator(cfg *rest.Config, log logr.Logger, opts ...Option) (*Operator
 		Recorder: recorder, Clock: clock.RealClock{},
 		// As config/default deploys it.
 		Authority: controllers.Authority{Namespace: "hookwright-system", ServiceAccount: "hookwright-manager"},
+	}
+	if set.migration != nil {
+		r.Migration = *set.migration
 	}
 	if err := r.SetupWithManager(mgr); err != nil {
 		stopEvents()

@@ -1,0 +1,348 @@
+package migration_test
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	v1alpha1 "github.com/hookwright/hookwright/api/v1alpha1"
+	"github.com/hookwright/hookwright/controllers"
+	"github.com/hookwright/hookwright/internal/harness"
+)
+
+const (
+	namespaces   = 10
+	perNamespace = 1000
+)
+
+func namespaceName(i int) string { return fmt.Sprintf("tenant-%d", i) }
+func objectName(i int) string    { return fmt.Sprintf("job-%04d", i) }
+
+// startOperator runs Hookwright in process with the given migration
+// settings; the spec stops it at its end.
+func startOperator(opts controllers.MigrationOptions) *harness.Operator {
+	GinkgoHelper()
+	op, err := harness.StartOperator(cluster.Config, GinkgoLogr.WithName("operator"), harness.WithMigration(opts))
+	Expect(err).NotTo(HaveOccurred())
+	DeferCleanup(op.Stop)
+	return op
+}
+
+// ownMigrator: Hookwright's own migrator even though the cluster serves
+// the in-tree API.
+var ownMigrator = controllers.MigrationOptions{Workers: 8, QPS: 1000, InTree: ptr.To(false)}
+
+// specs reads every CronTab's spec at version, by namespace/name.
+func specs(ctx context.Context, version string) map[string]map[string]any {
+	GinkgoHelper()
+	out := map[string]map[string]any{}
+	for n := range namespaces {
+		l := &unstructured.UnstructuredList{}
+		l.SetAPIVersion("stable.example.com/" + version)
+		l.SetKind("CronTabList")
+		Expect(fast.List(ctx, l, client.InNamespace(namespaceName(n)))).To(Succeed())
+		for _, item := range l.Items {
+			spec, _, _ := unstructured.NestedMap(item.Object, "spec")
+			out[item.GetNamespace()+"/"+item.GetName()] = spec
+		}
+	}
+	return out
+}
+
+// traffic is other clients of the CronTabs while a migration runs:
+// readers list and get at both versions, writers change spec.replicas of
+// their own objects with optimistic concurrency and remember the last
+// value each write stored.
+type traffic struct {
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+
+	reads, failedReads atomic.Int64
+	writes             atomic.Int64
+	mu                 sync.Mutex
+	written            map[string]int64 // namespace/name -> replicas last stored
+	readErrors         []string
+}
+
+func startTraffic(parent context.Context) *traffic {
+	ctx, cancel := context.WithCancel(parent)
+	t := &traffic{cancel: cancel, written: map[string]int64{}}
+	for reader := range 4 {
+		t.wg.Add(1)
+		go func() {
+			defer GinkgoRecover()
+			defer t.wg.Done()
+			version := []string{"v1", "v2"}[reader%2]
+			for ctx.Err() == nil {
+				ns := namespaceName(rand.IntN(namespaces))
+				var err error
+				if reader < 2 {
+					l := &unstructured.UnstructuredList{}
+					l.SetAPIVersion("stable.example.com/" + version)
+					l.SetKind("CronTabList")
+					err = fast.List(ctx, l, client.InNamespace(ns), client.Limit(50))
+				} else {
+					err = fast.Get(ctx, client.ObjectKey{Namespace: ns, Name: objectName(rand.IntN(perNamespace))}, cronTab(version, "", "", nil))
+				}
+				if ctx.Err() != nil {
+					return
+				}
+				t.reads.Add(1)
+				if err != nil {
+					t.failedReads.Add(1)
+					t.mu.Lock()
+					t.readErrors = append(t.readErrors, err.Error())
+					t.mu.Unlock()
+				}
+			}
+		}()
+	}
+	for writer := range 2 {
+		t.wg.Add(1)
+		go func() {
+			defer GinkgoRecover()
+			defer t.wg.Done()
+			for i := int64(1); ctx.Err() == nil; i++ {
+				// Each writer owns the objects of its namespaces.
+				ns := namespaceName(writer + 2*rand.IntN(namespaces/2))
+				name := objectName(rand.IntN(perNamespace))
+				obj := cronTab([]string{"v1", "v2"}[i%2], ns, name, nil)
+				err := fast.Get(ctx, client.ObjectKeyFromObject(obj), obj)
+				if err == nil {
+					replicas := i%100 + 1
+					Expect(unstructured.SetNestedField(obj.Object, replicas, "spec", "replicas")).To(Succeed())
+					err = fast.Update(ctx, obj)
+					if err == nil {
+						t.writes.Add(1)
+						t.mu.Lock()
+						t.written[ns+"/"+name] = replicas
+						t.mu.Unlock()
+					}
+				}
+				if err != nil && !apierrors.IsConflict(err) && ctx.Err() == nil {
+					Fail(fmt.Sprintf("a concurrent write failed for another reason than a conflict: %v", err))
+				}
+			}
+		}()
+	}
+	return t
+}
+
+func (t *traffic) stop() {
+	t.cancel()
+	t.wg.Wait()
+}
+
+var _ = Describe("Storage version migration", Ordered, func() {
+	BeforeAll(func(ctx context.Context) {
+		By(fmt.Sprintf("storing %d CronTabs in %d namespaces as v1", namespaces*perNamespace, namespaces))
+		op := startOperator(ownMigrator)
+		Eventually(func(g Gomega) {
+			whi := installStatus(ctx, g)
+			g.Expect(meta.IsStatusConditionTrue(whi.Status.Conditions, v1alpha1.TypeConversionVerified)).To(BeTrue(), "%v", whi.Status.Conditions)
+			g.Expect(meta.IsStatusConditionTrue(whi.Status.Conditions, v1alpha1.TypeStorageMigrated)).To(BeTrue(), "one stored version: nothing to migrate")
+		}).WithContext(ctx).Should(Succeed())
+		Expect(op.Stop()).To(Succeed())
+		for n := range namespaces {
+			Expect(fast.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespaceName(n)}})).To(Succeed())
+		}
+		work := make(chan *unstructured.Unstructured)
+		var wg sync.WaitGroup
+		for range 16 {
+			wg.Add(1)
+			go func() {
+				defer GinkgoRecover()
+				defer wg.Done()
+				for obj := range work {
+					Expect(fast.Create(ctx, obj)).To(Succeed())
+				}
+			}()
+		}
+		for n := range namespaces {
+			for i := range perNamespace {
+				work <- cronTab("v1", namespaceName(n), objectName(i), map[string]any{
+					"cronSpec": fmt.Sprintf("%d %d * * *", i%60, n), "image": fmt.Sprintf("example.com/job:%d", i), "replicas": int64(i % 7)})
+			}
+		}
+		close(work)
+		wg.Wait()
+		Expect(liveCRD(ctx, Default).Status.StoredVersions).To(Equal([]string{"v1"}))
+	}, NodeTimeout(10*time.Minute))
+
+	It("rewrites 10,000 CronTabs from v1 to v2 while others read (none fails) and write (every write survives, no content changes), then leaves storedVersions [v2]", func(ctx context.Context) {
+		before := specs(ctx, "v2")
+		Expect(before).To(HaveLen(namespaces * perNamespace))
+		offset := auditOffset()
+		clients := startTraffic(ctx)
+		DeferCleanup(clients.stop)
+		time.Sleep(time.Second)
+
+		By("moving the storage version to v2, as a new release of the operator does")
+		setStorageVersion(ctx, "v2")
+		Expect(liveCRD(ctx, Default).Status.StoredVersions).To(ConsistOf("v1", "v2"))
+		startOperator(ownMigrator)
+		Eventually(func(g Gomega) {
+			m := migrationOf(installStatus(ctx, g))
+			g.Expect(m.State).To(Equal(v1alpha1.MigrationSucceeded), "%+v", m)
+		}).WithContext(ctx).WithTimeout(5 * time.Minute).Should(Succeed())
+		time.Sleep(time.Second)
+		clients.stop()
+
+		crd := liveCRD(ctx, Default)
+		Expect(crd.Status.StoredVersions).To(Equal([]string{"v2"}))
+		whi := installStatus(ctx, Default)
+		m := migrationOf(whi)
+		Expect(m.Method).To(Equal(v1alpha1.MethodHookwright))
+		Expect(m.From).To(Equal([]string{"v1"}))
+		Expect(m.Migrated).To(BeNumerically(">=", namespaces*perNamespace))
+		Expect(m.Restarts).To(BeZero())
+		Expect(meta.IsStatusConditionTrue(whi.Status.Conditions, v1alpha1.TypeStorageMigrated)).To(BeTrue())
+		removable := meta.FindStatusCondition(whi.Status.Conditions, v1alpha1.TypeOldVersionsRemovable)
+		Expect(removable).NotTo(BeNil())
+		Expect(removable.Status).To(Equal(metav1.ConditionTrue))
+		Expect(removable.Message).To(ContainSubstring("v1 of " + crdName))
+		patches, _ := migratorPatches(offset)
+		Expect(patches).To(BeNumerically(">=", namespaces*perNamespace), "every object was rewritten (or found rewritten) by the migrator")
+
+		By(fmt.Sprintf("the other clients: %d reads, none failed; %d writes", clients.reads.Load(), clients.writes.Load()))
+		Expect(clients.failedReads.Load()).To(BeZero(), "%v", clients.readErrors)
+		Expect(clients.reads.Load()).To(BeNumerically(">", 100))
+		Expect(clients.writes.Load()).To(BeNumerically(">", 10))
+
+		after := specs(ctx, "v2")
+		Expect(after).To(HaveLen(len(before)))
+		for key, spec := range before {
+			if replicas, ok := clients.written[key]; ok {
+				Expect(after[key]).To(HaveKeyWithValue("replicas", replicas), "the last concurrent write of %s survives", key)
+				delete(after[key], "replicas")
+				delete(spec, "replicas")
+			}
+			Expect(after[key]).To(Equal(spec), "the content of %s is unchanged", key)
+		}
+	}, NodeTimeout(10*time.Minute))
+
+	It("resumes a migration where it stopped when the operator is killed halfway, and finishes it", func(ctx context.Context) {
+		offset := auditOffset()
+		setStorageVersion(ctx, "v1")
+		slow := controllers.MigrationOptions{PageSize: 500, Workers: 4, QPS: 400, InTree: ptr.To(false)}
+		first := startOperator(slow)
+		var stoppedAt v1alpha1.StorageMigrationStatus
+		Eventually(func(g Gomega) {
+			stoppedAt = migrationOf(installStatus(ctx, g))
+			g.Expect(stoppedAt.State).To(Equal(v1alpha1.MigrationRunning))
+			g.Expect(stoppedAt.To).To(Equal("v1"))
+			g.Expect(stoppedAt.Migrated).To(BeNumerically(">=", 3000))
+		}).WithContext(ctx).Should(Succeed())
+		Expect(first.Stop()).To(Succeed())
+		stoppedAt = migrationOf(installStatus(ctx, Default))
+		Expect(stoppedAt.Continue).NotTo(BeEmpty(), "a resume point is recorded")
+		By(fmt.Sprintf("killed after %d of %d objects", stoppedAt.Migrated, stoppedAt.Total))
+
+		startOperator(slow)
+		var seen []int64
+		Eventually(func(g Gomega) {
+			m := migrationOf(installStatus(ctx, g))
+			seen = append(seen, m.Migrated)
+			g.Expect(m.State).To(Equal(v1alpha1.MigrationSucceeded), "%+v", m)
+		}).WithContext(ctx).WithTimeout(5 * time.Minute).Should(Succeed())
+		for _, migrated := range seen {
+			Expect(migrated).To(BeNumerically(">=", stoppedAt.Migrated), "progress never went back: it did not start over")
+		}
+		m := migrationOf(installStatus(ctx, Default))
+		Expect(m.StartedAt.Equal(stoppedAt.StartedAt)).To(BeTrue(), "the same migration went on")
+		Expect(m.Restarts).To(BeZero())
+		Expect(m.Migrated).To(BeNumerically("<=", int64(namespaces*perNamespace)+slow.PageSize), "at most the page in flight at the kill was rewritten twice")
+		patches, _ := migratorPatches(offset)
+		Expect(patches).To(BeNumerically("<=", namespaces*perNamespace+int(slow.PageSize)), "the API server saw no second pass over the objects")
+		Expect(liveCRD(ctx, Default).Status.StoredVersions).To(Equal([]string{"v1"}))
+	}, NodeTimeout(10*time.Minute))
+
+	It("drives the in-tree StorageVersionMigration when the cluster serves it and kube-controller-manager runs it", func(ctx context.Context) {
+		setStorageVersion(ctx, "v2")
+		startOperator(controllers.MigrationOptions{}) // as shipped: the in-tree API when served
+		Eventually(func(g Gomega) {
+			m := migrationOf(installStatus(ctx, g))
+			g.Expect(m.Method).To(Equal(v1alpha1.MethodStorageVersionMigration))
+			g.Expect(m.State).To(Equal(v1alpha1.MigrationSucceeded), "%+v", m)
+		}).WithContext(ctx).WithTimeout(5 * time.Minute).Should(Succeed())
+		Expect(liveCRD(ctx, Default).Status.StoredVersions).To(Equal([]string{"v2"}))
+		m := migrationOf(installStatus(ctx, Default))
+		Expect(m.MigrationName).To(BeEmpty(), "the StorageVersionMigration is deleted once done")
+	}, NodeTimeout(10*time.Minute))
+
+	It("stops at an object the webhook cannot convert, names it in a condition, and leaves storedVersions untouched", func(ctx context.Context) {
+		By("storing, with v1 the storage version again and no operator running, a CronTab whose schedule v2 cannot express")
+		setStorageVersion(ctx, "v1")
+		broken := cronTab("v1", namespaceName(3), "broken-schedule", map[string]any{"cronSpec": "* *", "image": "x"})
+		Expect(fast.Create(ctx, broken)).To(Succeed())
+		setStorageVersion(ctx, "v2")
+		Expect(liveCRD(ctx, Default).Status.StoredVersions).To(ConsistOf("v1", "v2"))
+
+		startOperator(ownMigrator)
+		Eventually(func(g Gomega) {
+			whi := installStatus(ctx, g)
+			m := migrationOf(whi)
+			g.Expect(m.State).To(Equal(v1alpha1.MigrationFailed), "%+v", m)
+			c := meta.FindStatusCondition(whi.Status.Conditions, v1alpha1.TypeStorageMigrated)
+			g.Expect(c).NotTo(BeNil())
+			g.Expect(c.Status).To(Equal(metav1.ConditionFalse))
+			g.Expect(c.Reason).To(Equal(v1alpha1.ReasonMigrationFailed))
+			g.Expect(c.Message).To(ContainSubstring(namespaceName(3) + "/broken-schedule"))
+		}).WithContext(ctx).Should(Succeed())
+		Consistently(func(g Gomega) {
+			g.Expect(liveCRD(ctx, g).Status.StoredVersions).To(ConsistOf("v1", "v2"))
+		}).WithContext(ctx).WithTimeout(3 * time.Second).Should(Succeed())
+
+		By("deleting the object and changing the install: the migration resumes and finishes")
+		Expect(fast.Delete(ctx, broken)).To(Succeed())
+		Eventually(func(g Gomega) {
+			whi := installStatus(ctx, g)
+			whi.Spec.DisplayName = "CronTab operator (broken object removed)"
+			g.Expect(cluster.Client.Update(ctx, whi)).To(Succeed())
+		}).WithContext(ctx).Should(Succeed())
+		Eventually(func(g Gomega) {
+			g.Expect(migrationOf(installStatus(ctx, g)).State).To(Equal(v1alpha1.MigrationSucceeded))
+		}).WithContext(ctx).WithTimeout(3 * time.Minute).Should(Succeed())
+		Expect(liveCRD(ctx, Default).Status.StoredVersions).To(Equal([]string{"v2"}))
+	}, NodeTimeout(10*time.Minute))
+
+	It("lets the author remove v1 and the webhook: every object reads in v2 with no conversion at all", func(ctx context.Context) {
+		By("removing v1 from the CRD, as OldVersionsRemovable says it may be")
+		Eventually(func(g Gomega) {
+			crd := liveCRD(ctx, g)
+			crd.Spec.Versions = []apiextensionsv1.CustomResourceDefinitionVersion{crd.Spec.Versions[1]}
+			g.Expect(crd.Spec.Versions[0].Name).To(Equal("v2"))
+			g.Expect(cluster.Client.Update(ctx, crd)).To(Succeed())
+		}).WithContext(ctx).Should(Succeed())
+
+		By("deleting the install: one version and one stored version make conversion None safe, and Hookwright sets it")
+		startOperator(ownMigrator)
+		Expect(cluster.Client.Delete(ctx, conversionOnlyInstall())).To(Succeed())
+		Eventually(func(g Gomega) {
+			crd := liveCRD(ctx, g)
+			g.Expect(crd.Spec.Conversion.Strategy).To(Equal(apiextensionsv1.NoneConverter))
+		}).WithContext(ctx).Should(Succeed())
+
+		By("reading every object at v2 with no webhook: each was stored in v2, so each has v2's fields")
+		after := specs(ctx, "v2")
+		Expect(after).To(HaveLen(namespaces * perNamespace))
+		for key, spec := range after {
+			Expect(spec).To(HaveKey("minute"), "%s is stored in v2", key)
+			Expect(spec).NotTo(HaveKey("cronSpec"), "%s is stored in v2", key)
+		}
+	}, NodeTimeout(10*time.Minute))
+})
