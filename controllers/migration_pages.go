@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1alpha1 "github.com/hookwright/hookwright/api/v1alpha1"
@@ -21,6 +22,10 @@ import (
 // migratorFieldManager is the field manager of the no-op rewrites. It
 // owns no field: an apply of nothing but identity and preconditions.
 const migratorFieldManager = "hookwright-storage-migrator"
+
+// rewriteTimeout bounds one rewrite: the API server's own conversion
+// webhook timeout is 30 s.
+const rewriteTimeout = 45 * time.Second
 
 // MigrationOptions bound Hookwright's own migrator.
 type MigrationOptions struct {
@@ -117,7 +122,11 @@ func (r *WebhookInstallReconciler) migratePage(ctx context.Context, s *installSt
 			if err := opts.limiter.Wait(gctx); err != nil {
 				return err
 			}
-			err := rewrite(gctx, r.Client, obj)
+			// A request that hangs must not stall the migration: it fails,
+			// and the page is tried again (its rewrites are idempotent).
+			rctx, cancel := context.WithTimeout(gctx, rewriteTimeout)
+			err := rewrite(rctx, r.Client, obj)
+			cancel()
 			switch {
 			case err == nil, apierrors.IsConflict(err), apierrors.IsNotFound(err):
 				return nil
@@ -145,6 +154,7 @@ func (r *WebhookInstallReconciler) migratePage(ctx context.Context, s *installSt
 		failMigration(s, m, *failed.Load())
 		return false, nil
 	}
+	ctrl.LoggerFrom(ctx).V(1).Info("Storage migration page rewritten", "crd", c.name, "objects", len(list.Items), "migrated", m.Migrated+int64(len(list.Items)), "total", m.Total)
 	m.Migrated += int64(len(list.Items))
 	migratedObjects.WithLabelValues(m.Method).Add(float64(len(list.Items)))
 	m.Continue = list.GetContinue()

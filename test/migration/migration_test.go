@@ -27,6 +27,9 @@ import (
 const (
 	namespaces   = 10
 	perNamespace = 1000
+	// keptNamespaces keep their CronTabs after the first spec.
+	keptNamespaces = 2
+	kept           = keptNamespaces * perNamespace
 )
 
 func namespaceName(i int) string { return fmt.Sprintf("tenant-%d", i) }
@@ -51,6 +54,9 @@ func specs(ctx context.Context, version string) map[string]map[string]any {
 	GinkgoHelper()
 	out := map[string]map[string]any{}
 	for n := range namespaces {
+		if err := fast.Get(ctx, client.ObjectKey{Name: namespaceName(n)}, &corev1.Namespace{}); apierrors.IsNotFound(err) {
+			continue
+		}
 		l := &unstructured.UnstructuredList{}
 		l.SetAPIVersion("stable.example.com/" + version)
 		l.SetKind("CronTabList")
@@ -198,7 +204,7 @@ var _ = Describe("Storage version migration", Ordered, func() {
 		Eventually(func(g Gomega) {
 			m := migrationOf(installStatus(ctx, g))
 			g.Expect(m.State).To(Equal(v1alpha1.MigrationSucceeded), "%+v", m)
-		}).WithContext(ctx).WithTimeout(5 * time.Minute).Should(Succeed())
+		}).WithContext(ctx).WithTimeout(15 * time.Minute).Should(Succeed())
 		time.Sleep(time.Second)
 		clients.stop()
 
@@ -233,19 +239,31 @@ var _ = Describe("Storage version migration", Ordered, func() {
 			}
 			Expect(after[key]).To(Equal(spec), "the content of %s is unchanged", key)
 		}
-	}, NodeTimeout(10*time.Minute))
+
+		// Each rewrite costs the API server a call to the webhook: the
+		// specs below keep 2,000 objects, to stay within make test's budget.
+		for n := keptNamespaces; n < namespaces; n++ {
+			Expect(fast.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespaceName(n)}})).To(Succeed())
+		}
+		Eventually(func(g Gomega) {
+			for n := keptNamespaces; n < namespaces; n++ {
+				err := fast.Get(ctx, client.ObjectKey{Name: namespaceName(n)}, &corev1.Namespace{})
+				g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "namespace %s is deleted", namespaceName(n))
+			}
+		}).WithContext(ctx).WithTimeout(5 * time.Minute).Should(Succeed())
+	}, NodeTimeout(25*time.Minute))
 
 	It("resumes a migration where it stopped when the operator is killed halfway, and finishes it", func(ctx context.Context) {
 		offset := auditOffset()
 		setStorageVersion(ctx, "v1")
-		slow := controllers.MigrationOptions{PageSize: 500, Workers: 4, QPS: 400, InTree: ptr.To(false)}
+		slow := controllers.MigrationOptions{PageSize: 200, Workers: 4, QPS: 400, InTree: ptr.To(false)}
 		first := startOperator(slow)
 		var stoppedAt v1alpha1.StorageMigrationStatus
 		Eventually(func(g Gomega) {
 			stoppedAt = migrationOf(installStatus(ctx, g))
 			g.Expect(stoppedAt.State).To(Equal(v1alpha1.MigrationRunning))
 			g.Expect(stoppedAt.To).To(Equal("v1"))
-			g.Expect(stoppedAt.Migrated).To(BeNumerically(">=", 3000))
+			g.Expect(stoppedAt.Migrated).To(BeNumerically(">=", 600))
 		}).WithContext(ctx).Should(Succeed())
 		Expect(first.Stop()).To(Succeed())
 		stoppedAt = migrationOf(installStatus(ctx, Default))
@@ -265,9 +283,9 @@ var _ = Describe("Storage version migration", Ordered, func() {
 		m := migrationOf(installStatus(ctx, Default))
 		Expect(m.StartedAt.Equal(stoppedAt.StartedAt)).To(BeTrue(), "the same migration went on")
 		Expect(m.Restarts).To(BeZero())
-		Expect(m.Migrated).To(BeNumerically("<=", int64(namespaces*perNamespace)+slow.PageSize), "at most the page in flight at the kill was rewritten twice")
+		Expect(m.Migrated).To(Equal(int64(kept)), "every object once: the pages done before the kill were not done again")
 		patches, _ := migratorPatches(offset)
-		Expect(patches).To(BeNumerically("<=", namespaces*perNamespace+int(slow.PageSize)), "the API server saw no second pass over the objects")
+		Expect(patches).To(BeNumerically("<=", kept+int(slow.PageSize)), "the API server saw no second pass over the objects, at most the page in flight at the kill again")
 		Expect(liveCRD(ctx, Default).Status.StoredVersions).To(Equal([]string{"v1"}))
 	}, NodeTimeout(10*time.Minute))
 
@@ -287,7 +305,7 @@ var _ = Describe("Storage version migration", Ordered, func() {
 	It("stops at an object the webhook cannot convert, names it in a condition, and leaves storedVersions untouched", func(ctx context.Context) {
 		By("storing, with v1 the storage version again and no operator running, a CronTab whose schedule v2 cannot express")
 		setStorageVersion(ctx, "v1")
-		broken := cronTab("v1", namespaceName(3), "broken-schedule", map[string]any{"cronSpec": "* *", "image": "x"})
+		broken := cronTab("v1", namespaceName(1), "broken-schedule", map[string]any{"cronSpec": "* *", "image": "x"})
 		Expect(fast.Create(ctx, broken)).To(Succeed())
 		setStorageVersion(ctx, "v2")
 		Expect(liveCRD(ctx, Default).Status.StoredVersions).To(ConsistOf("v1", "v2"))
@@ -301,7 +319,7 @@ var _ = Describe("Storage version migration", Ordered, func() {
 			g.Expect(c).NotTo(BeNil())
 			g.Expect(c.Status).To(Equal(metav1.ConditionFalse))
 			g.Expect(c.Reason).To(Equal(v1alpha1.ReasonMigrationFailed))
-			g.Expect(c.Message).To(ContainSubstring(namespaceName(3) + "/broken-schedule"))
+			g.Expect(c.Message).To(ContainSubstring(namespaceName(1) + "/broken-schedule"))
 		}).WithContext(ctx).Should(Succeed())
 		Consistently(func(g Gomega) {
 			g.Expect(liveCRD(ctx, g).Status.StoredVersions).To(ConsistOf("v1", "v2"))
@@ -339,7 +357,7 @@ var _ = Describe("Storage version migration", Ordered, func() {
 
 		By("reading every object at v2 with no webhook: each was stored in v2, so each has v2's fields")
 		after := specs(ctx, "v2")
-		Expect(after).To(HaveLen(namespaces * perNamespace))
+		Expect(after).To(HaveLen(kept))
 		for key, spec := range after {
 			Expect(spec).To(HaveKey("minute"), "%s is stored in v2", key)
 			Expect(spec).NotTo(HaveKey("cronSpec"), "%s is stored in v2", key)

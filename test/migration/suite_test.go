@@ -68,6 +68,9 @@ var _ = BeforeSuite(func() {
 	DeferCleanup(func() { Expect(cluster.Stop()).To(Succeed()) })
 	cfg := rest.CopyConfig(cluster.Config)
 	cfg.QPS, cfg.Burst = -1, 0 // no client-side rate limit
+	// Its own connections, as another client's would be: HTTP/1.1 keeps
+	// the test's requests off the operator's HTTP/2 connection.
+	cfg.TLSClientConfig.NextProtos = []string{"http/1.1"}
 	fast, err = client.New(cfg, client.Options{Scheme: cluster.Scheme})
 	Expect(err).NotTo(HaveOccurred())
 
