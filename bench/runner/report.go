@@ -15,7 +15,7 @@ type Row struct {
 }
 
 // RowIDs are the rows every complete run has, in table order.
-var RowIDs = []string{"P1", "P2", "P3", "P4", "P4 fit", "P5 idle", "P5 loaded", "P5 vs anchor", "Cert ECDSA-P256", "Cert ECDSA-P384", "Cert RSA-2048"}
+var RowIDs = []string{"P1", "P2", "P3", "P4", "P4 fit", "P5 idle", "P5 loaded", "P5 vs anchor", "Cert ECDSA-P256", "Cert ECDSA-P384", "Cert RSA-2048", "Migration"}
 
 // Report is a run's results.
 type Report struct {
@@ -34,6 +34,7 @@ type Report struct {
 	P1               *p1Result
 	P2               *p2Result
 	P3               *p3Result
+	Migration        *migrationResult
 	P4               *p4Result
 	P5               *p5Result
 	Profile          *profileResult
@@ -208,6 +209,11 @@ func (r *Report) details(w func(string, ...any)) {
 	if p := r.P3; p != nil {
 		w("**P3.** The operator is restarted over %d installs (%d Succeeded): its fresh caches hand every install to the reconciler once, as a periodic resync does. Writes are the operator's create/update/patch/delete requests in the audit log from the restart until 3 s without one: %d (%s); it also made %d reads (get/list) and %d dry runs; %0.f reconciles, %s from restart to the last install reconciled.",
 			p.Installs, p.Succeeded, p.Writes, p.Breakdown, p.Reads, p.DryRuns, p.Reconciles, p.Resync.Round(time.Millisecond))
+		w("")
+	}
+	if p := r.Migration; p != nil {
+		w("**Migration.** %d Widgets are stored as v1 in one namespace whose install converts them (the webhook verified); the CRD's storage version is then moved to v2, and the time runs from that update to the install's migration record saying Succeeded, with status.storedVersions [v2]: %s, method %s, with the operator binary's default flags (pages of 500, 4 rewrites in parallel, at most 200 per second: the rate limit bounds the throughput on purpose). The operator's requests on the resource in the audit log over that window: %d (%s), %.2f per object: a list per page and one patch per object, each of which makes the API server call the webhook to read the stored object.",
+			p.Objects, p.Elapsed.Round(100*time.Millisecond), p.Method, p.Requests, verbs(p.ByVerb), float64(p.Requests)/float64(p.Objects))
 		w("")
 	}
 	if p := r.P4; p != nil {

@@ -83,6 +83,7 @@ type sizes struct {
 	foreignNamespace int
 	memoryWait       time.Duration
 	idleAfter        time.Duration // from the last burst to the idle sample
+	migrationObjects int
 }
 
 func sizesFor(smoke bool) sizes {
@@ -92,6 +93,7 @@ func sizesFor(smoke bool) sizes {
 			p4: []int{2, 4}, p5Secrets: 40, p5CRDs: 4, p5SchemaKB: 50, settle: 3 * time.Second,
 			certBenchtime: "1x", reserveAfterP4: time.Minute, p4MaxPerSize: 2 * time.Minute,
 			installTimeout: time.Minute, foreignNamespace: 2, memoryWait: 25 * time.Second, idleAfter: 5 * time.Second,
+			migrationObjects: 50,
 		}
 	}
 	return sizes{
@@ -99,6 +101,7 @@ func sizesFor(smoke bool) sizes {
 		p4: []int{100, 300, 1000}, p5Secrets: 10000, p5CRDs: 1000, p5SchemaKB: 50, settle: 15 * time.Second,
 		certBenchtime: "1s", reserveAfterP4: 4 * time.Minute, p4MaxPerSize: 10 * time.Minute,
 		installTimeout: time.Minute, foreignNamespace: 10, memoryWait: 90 * time.Second, idleAfter: 130 * time.Second,
+		migrationObjects: 10000,
 	}
 }
 
@@ -247,6 +250,7 @@ func (b *bench) run(ctx context.Context) (retErr error) {
 		{"P1 Hookwright", b.p1Hookwright},
 		{"P1 cert-controller", b.p1Anchor},
 		{"P2", b.p2},
+		{"Migration", b.migration},
 		{"P4", b.p4},
 		{"P4 profile", b.p4Profile},
 		{"P3", b.p3},
