@@ -58,7 +58,7 @@ func (r *WebhookInstallReconciler) driveStorageVersionMigration(ctx context.Cont
 		}
 		if err := r.Client.Create(ctx, svm); err != nil && !apierrors.IsAlreadyExists(err) {
 			if apierrors.IsForbidden(err) {
-				forbiddenMigration(m, "create storageversionmigrations", err)
+				forbiddenMigration(s, m, "create storageversionmigrations", err)
 				return false, nil
 			}
 			return false, fmt.Errorf("creating StorageVersionMigration %s: %w", m.MigrationName, err)

@@ -95,7 +95,7 @@ func (r *WebhookInstallReconciler) migratePage(ctx context.Context, s *installSt
 			m.Message = fmt.Sprintf("the listing's snapshot expired after %d objects; listing again from the start", m.Migrated)
 			return false, nil
 		case apierrors.IsForbidden(err):
-			forbiddenMigration(m, "list "+resource, err)
+			forbiddenMigration(s, m, "list "+resource, err)
 			return false, nil
 		}
 		if reason, _ := classifyConversionError(err.Error()); reason != "" {
@@ -148,7 +148,7 @@ func (r *WebhookInstallReconciler) migratePage(ctx context.Context, s *installSt
 	}
 	switch {
 	case forbidden.Load() != nil:
-		forbiddenMigration(m, "patch "+resource, *forbidden.Load())
+		forbiddenMigration(s, m, "patch "+resource, *forbidden.Load())
 		return false, nil
 	case failed.Load() != nil:
 		failMigration(s, m, *failed.Load())

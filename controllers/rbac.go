@@ -32,6 +32,13 @@ package controllers
 // that needed them (finalize.go), with UID and resourceVersion preconditions.
 // +kubebuilder:rbac:groups="",resources=serviceaccounts,verbs=get;create;delete
 //
+// EndpointSlices: before a CRD or admission configuration is first pointed
+// at a webhook Service, Hookwright lists that Service's slices (live, by
+// the kubernetes.io/service-name label) until one lists a ready endpoint:
+// an available Deployment alone does not mean the API server can reach it
+// (endpoints.go).
+// +kubebuilder:rbac:groups=discovery.k8s.io,resources=endpointslices,verbs=list
+//
 // Namespaces: a deleted install reads its own namespace (get, live, once
 // per pass while it finalizes): when the namespace itself is being
 // deleted, nothing can keep a webhook serving there, so the finalizer must

@@ -102,11 +102,11 @@ func (r *WebhookInstallReconciler) recordMigrations(install *v1alpha1.WebhookIns
 		m, was := &next[i], recordOf(old, next[i].Name)
 		started := m.StartedAt != nil && (was == nil || was.StartedAt == nil || !was.StartedAt.Equal(m.StartedAt))
 		changed := was == nil || was.State != m.State || was.Reason != m.Reason
-		switch {
-		case started && m.State != v1alpha1.MigrationSucceeded:
+		if started {
 			r.Recorder.Eventf(install, nil, corev1.EventTypeNormal, eventMigrationStarted, "MigrateStorage",
-				"migrating %s from %s to %s (%s): %s", m.Name, strings.Join(m.From, ", "), m.To, m.Method, m.Message)
-		case !changed:
+				"migrating %s from %s to %s (%s)", m.Name, strings.Join(m.From, ", "), m.To, m.Method)
+		}
+		if !changed {
 			continue
 		}
 		switch {

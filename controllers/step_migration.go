@@ -28,6 +28,9 @@ const migrationFailedRetry = time.Minute
 // nothing.
 func (r *WebhookInstallReconciler) migrateStorage(ctx context.Context, s *installState) error {
 	s.migrationsChecked = true
+	if err := r.freshProgress(ctx, s); err != nil {
+		return err
+	}
 	for _, c := range s.crds {
 		prev := previousMigration(s.install, c.name)
 		if c.crd == nil || c.kept {
@@ -43,6 +46,30 @@ func (r *WebhookInstallReconciler) migrateStorage(ctx context.Context, s *instal
 		if err != nil {
 			return err
 		}
+	}
+	return nil
+}
+
+// freshProgress reads the install live while a migration is due: a pass
+// follows the previous one within a millisecond, before the cache has
+// seen the status that pass wrote, and resuming from the cached resume
+// point would list and rewrite the last page again. The live status is
+// newer than the cached one and only that; the spec this pass acted on
+// stays the cached one (s.generation).
+func (r *WebhookInstallReconciler) freshProgress(ctx context.Context, s *installState) error {
+	due := false
+	for _, c := range s.crds {
+		due = due || (c.crd != nil && !c.kept && len(staleVersions(c.crd)) > 0)
+	}
+	if !due {
+		return nil
+	}
+	live := &v1alpha1.WebhookInstall{}
+	if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(s.install), live); err != nil {
+		return fmt.Errorf("reading the install's migration progress: %w", err)
+	}
+	if live.ResourceVersion != s.install.ResourceVersion && live.UID == s.install.UID {
+		s.install.Status, s.install.ResourceVersion = live.Status, live.ResourceVersion
 	}
 	return nil
 }
@@ -69,7 +96,7 @@ func (r *WebhookInstallReconciler) migrateCRD(ctx context.Context, s *installSta
 
 	var m v1alpha1.StorageMigrationStatus
 	switch {
-	case prev != nil && (prev.State == v1alpha1.MigrationRunning || prev.State == v1alpha1.MigrationFailed) && prev.To == storage:
+	case prev != nil && prev.To == storage && resumable(prev):
 		m = *prev // resume where it stopped
 	default:
 		waiting := notStarted(s, c, prev, stale, storage)
@@ -95,8 +122,10 @@ func (r *WebhookInstallReconciler) migrateCRD(ctx context.Context, s *installSta
 		m.Message = fmt.Sprintf("paused after %d objects: waits for the conversion to be verified (%s)", m.Migrated, c.message)
 		return &m, nil
 	}
-	if m.State == v1alpha1.MigrationFailed && m.FailedAt != nil && s.install.Status.ObservedGeneration == s.install.Generation {
-		if wait := m.FailedAt.Add(migrationFailedRetry).Sub(s.now); wait > 0 {
+	if m.State != v1alpha1.MigrationRunning && m.FailedAt != nil && s.install.Status.ObservedGeneration == s.install.Generation {
+		// Stopped by a failure or by RBAC: try again later, or at once
+		// when the install changed. Waiting writes nothing.
+		if wait := m.FailedAt.Add(retryAfterStop(&m)).Sub(s.now); wait > 0 {
 			s.retryWithin(wait)
 			return &m, nil
 		}
@@ -186,7 +215,7 @@ func (r *WebhookInstallReconciler) finishMigration(ctx context.Context, s *insta
 		crd.Status.StoredVersions = kept
 		if err := r.Client.Status().Update(ctx, crd, client.FieldOwner(migratorFieldManager)); err != nil {
 			if apierrors.IsForbidden(err) {
-				forbiddenMigration(m, fmt.Sprintf("update customresourcedefinitions/status of %s", c.name), err)
+				forbiddenMigration(s, m, fmt.Sprintf("update customresourcedefinitions/status of %s", c.name), err)
 				return nil
 			}
 			return fmt.Errorf("pruning the stored versions of CRD %s: %w", c.name, err)
@@ -202,8 +231,26 @@ func (r *WebhookInstallReconciler) finishMigration(ctx context.Context, s *insta
 	return nil
 }
 
+// resumable: the record is a migration under way, stopped, or held up
+// by RBAC; it goes on from its resume point.
+func resumable(m *v1alpha1.StorageMigrationStatus) bool {
+	return m.State == v1alpha1.MigrationRunning || m.State == v1alpha1.MigrationFailed ||
+		(m.State == v1alpha1.MigrationWaiting && m.Reason == v1alpha1.ReasonMigrationForbidden)
+}
+
+// retryAfterStop is how long a stopped migration waits before it tries
+// again: RBAC is looked at as often as verification does.
+func retryAfterStop(m *v1alpha1.StorageMigrationStatus) time.Duration {
+	if m.Reason == v1alpha1.ReasonMigrationForbidden {
+		return verifyForbiddenRetry
+	}
+	return migrationFailedRetry
+}
+
 // forbiddenMigration records that RBAC stops the migration, and what to grant.
-func forbiddenMigration(m *v1alpha1.StorageMigrationStatus, what string, err error) {
+func forbiddenMigration(s *installState, m *v1alpha1.StorageMigrationStatus, what string, err error) {
+	m.FailedAt = &metav1.Time{Time: s.now.Truncate(time.Second)}
+	s.retryWithin(verifyForbiddenRetry)
 	m.State, m.Reason = v1alpha1.MigrationWaiting, v1alpha1.ReasonMigrationForbidden
 	m.Message = fmt.Sprintf("Hookwright may not %s (%v). Grant its ServiceAccount list and patch on the converted resource, and update on customresourcedefinitions/status, "+
 		"with a ClusterRole and ClusterRoleBinding (the admin guide has one); the migration then resumes after %d objects", what, err, m.Migrated)

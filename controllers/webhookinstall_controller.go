@@ -82,7 +82,7 @@ func (r *WebhookInstallReconciler) Reconcile(ctx context.Context, req ctrl.Reque
 
 	var stepErr error
 	for _, run := range []step{r.releaseDropped, r.preflight, r.observeAdmission, r.claimOwnership, r.ensureCertificates, r.ensureWorkloads,
-		r.configureConversion, r.configureAdmission, r.verifyConversion, r.migrateStorage} {
+		r.awaitReadyEndpoints, r.configureConversion, r.configureAdmission, r.verifyConversion, r.migrateStorage} {
 		if stepErr = run(ctx, s); stepErr != nil || s.halt != nil {
 			break
 		}

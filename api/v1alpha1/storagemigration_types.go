@@ -121,7 +121,8 @@ type StorageMigrationStatus struct {
 	// CompletedAt is when it succeeded.
 	// +optional
 	CompletedAt *metav1.Time `json:"completedAt,omitempty"`
-	// FailedAt is when it last failed; it is tried again a minute later.
+	// FailedAt is when it last failed, or RBAC stopped it; it is tried
+	// again a minute (RBAC: 30 s) later, or at once when the install changes.
 	// +optional
 	FailedAt *metav1.Time `json:"failedAt,omitempty"`
 	// Migrated counts objects rewritten, or found rewritten or deleted by

@@ -37,6 +37,7 @@ var managerClusterPermissions = []string{
 	"admissionregistration.k8s.io/validatingadmissionpolicies[hookwright-install-authority]: get",
 	"admissionregistration.k8s.io/validatingadmissionpolicybindings[hookwright-install-authority]: get",
 	"admissionregistration.k8s.io/validatingwebhookconfigurations: create,delete,get,list,patch,watch",
+	"apiextensions.k8s.io/customresourcedefinitions/status: update",
 	"apiextensions.k8s.io/customresourcedefinitions: get,list,patch,watch",
 	"apps/deployments: create,delete,get,list,patch,watch",
 	"authentication.k8s.io/tokenreviews: create",
@@ -45,11 +46,13 @@ var managerClusterPermissions = []string{
 	"core/secrets: create,delete,get,list,patch,watch",
 	"core/serviceaccounts: create,delete,get",
 	"core/services: create,delete,get,list,patch,watch",
+	"discovery.k8s.io/endpointslices: list",
 	"events.k8s.io/events: create,patch",
 	"operators.hookwright.dev/trustprobes: create",
 	"operators.hookwright.dev/webhookinstalls/finalizers: update",
 	"operators.hookwright.dev/webhookinstalls/status: update",
 	"operators.hookwright.dev/webhookinstalls: get,list,patch,watch",
+	"storagemigration.k8s.io/storageversionmigrations: create,delete,get",
 }
 
 // leaderElectionPermissions is what the manager may do in its namespace:

@@ -4,6 +4,9 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -11,6 +14,7 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -22,6 +26,8 @@ import (
 	v1alpha1 "github.com/hookwright/hookwright/api/v1alpha1"
 	"github.com/hookwright/hookwright/controllers"
 	"github.com/hookwright/hookwright/internal/harness"
+	"github.com/hookwright/hookwright/internal/testcluster"
+	"github.com/hookwright/hookwright/internal/testfixtures"
 )
 
 const (
@@ -39,7 +45,7 @@ func objectName(i int) string    { return fmt.Sprintf("job-%04d", i) }
 // settings; the spec stops it at its end.
 func startOperator(opts controllers.MigrationOptions) *harness.Operator {
 	GinkgoHelper()
-	op, err := harness.StartOperator(cluster.Config, GinkgoLogr.WithName("operator"), harness.WithMigration(opts))
+	op, err := harness.StartOperator(managerConfig, GinkgoLogr.WithName("operator"), harness.WithMigration(opts))
 	Expect(err).NotTo(HaveOccurred())
 	DeferCleanup(op.Stop)
 	return op
@@ -80,13 +86,13 @@ type traffic struct {
 	reads, failedReads atomic.Int64
 	writes             atomic.Int64
 	mu                 sync.Mutex
-	written            map[string]int64 // namespace/name -> replicas last stored
+	written            map[string]*writeLog // by namespace/name
 	readErrors         []string
 }
 
 func startTraffic(parent context.Context) *traffic {
 	ctx, cancel := context.WithCancel(parent)
-	t := &traffic{cancel: cancel, written: map[string]int64{}}
+	t := &traffic{cancel: cancel, written: map[string]*writeLog{}}
 	for reader := range 4 {
 		t.wg.Add(1)
 		go func() {
@@ -129,15 +135,26 @@ func startTraffic(parent context.Context) *traffic {
 				obj := cronTab([]string{"v1", "v2"}[i%2], ns, name, nil)
 				err := fast.Get(ctx, client.ObjectKeyFromObject(obj), obj)
 				if err == nil {
-					replicas := i%100 + 1
+					replicas, token := i%100+1, fmt.Sprintf("%d-%d", writer, i)
 					Expect(unstructured.SetNestedField(obj.Object, replicas, "spec", "replicas")).To(Succeed())
+					obj.SetAnnotations(map[string]string{writeToken: token})
 					err = fast.Update(ctx, obj)
-					if err == nil {
-						t.writes.Add(1)
-						t.mu.Lock()
-						t.written[ns+"/"+name] = replicas
-						t.mu.Unlock()
+					t.mu.Lock()
+					log := t.written[ns+"/"+name]
+					if log == nil {
+						log = &writeLog{ambiguous: map[string]int64{}}
+						t.written[ns+"/"+name] = log
 					}
+					switch {
+					case err == nil:
+						t.writes.Add(1)
+						log.confirmed, log.replicas, log.ambiguous = token, replicas, map[string]int64{}
+					case apierrors.IsConflict(err):
+						// client-go retries a write the server answered with
+						// Retry-After: the first try may have been stored.
+						log.ambiguous[token] = replicas
+					}
+					t.mu.Unlock()
 				}
 				if err != nil && !apierrors.IsConflict(err) && ctx.Err() == nil {
 					Fail(fmt.Sprintf("a concurrent write failed for another reason than a conflict: %v", err))
@@ -148,12 +165,50 @@ func startTraffic(parent context.Context) *traffic {
 	return t
 }
 
+// writeToken is the annotation each concurrent write sets to its own token.
+const writeToken = "test.hookwright.dev/write"
+
+// writeLog is what the writers know of one object: the last write
+// confirmed, and the writes after it answered with a conflict, which may
+// still have been stored (a retried request whose first try was).
+type writeLog struct {
+	confirmed string // token
+	replicas  int64
+	ambiguous map[string]int64 // token -> replicas
+}
+
+// survives: the object holds the last confirmed write, or a later one.
+func (l *writeLog) survives(token string, replicas any) bool {
+	if token == l.confirmed && l.confirmed != "" {
+		return replicas == l.replicas
+	}
+	want, ok := l.ambiguous[token]
+	return ok && replicas == want
+}
+
 func (t *traffic) stop() {
 	t.cancel()
 	t.wg.Wait()
 }
 
 var _ = Describe("Storage version migration", Ordered, func() {
+	AfterAll(func() {
+		By("holding the shipped RBAC to what the migrations did: nothing refused, its migration rules used")
+		events, _, err := cluster.AuditEvents(0)
+		Expect(err).NotTo(HaveOccurred())
+		used, forbidden := testcluster.UsedPermissions(events, managerUser)
+		Expect(forbidden).To(BeEmpty(), "requests of the operator that the shipped RBAC refused")
+		for _, p := range []testcluster.Permission{
+			{Group: "apiextensions.k8s.io", Resource: "customresourcedefinitions/status", Verb: "update"},
+			{Group: "storagemigration.k8s.io", Resource: "storageversionmigrations", Verb: "create"},
+			{Group: "storagemigration.k8s.io", Resource: "storageversionmigrations", Verb: "get"},
+			{Group: "storagemigration.k8s.io", Resource: "storageversionmigrations", Verb: "delete"},
+			{Group: "stable.example.com", Resource: "crontabs", Verb: "patch"},
+		} {
+			Expect(used).To(HaveKey(p), "the operator used %v", p)
+		}
+	})
+
 	BeforeAll(func(ctx context.Context) {
 		By(fmt.Sprintf("storing %d CronTabs in %d namespaces as v1", namespaces*perNamespace, namespaces))
 		op := startOperator(ownMigrator)
@@ -193,6 +248,8 @@ var _ = Describe("Storage version migration", Ordered, func() {
 		before := specs(ctx, "v2")
 		Expect(before).To(HaveLen(namespaces * perNamespace))
 		offset := auditOffset()
+		succeededBefore := metric("hookwright_storage_migrations_total", map[string]string{"method": v1alpha1.MethodHookwright, "result": "succeeded"})
+		objectsBefore := metric("hookwright_storage_migration_objects_total", map[string]string{"method": v1alpha1.MethodHookwright})
 		clients := startTraffic(ctx)
 		DeferCleanup(clients.stop)
 		time.Sleep(time.Second)
@@ -223,17 +280,28 @@ var _ = Describe("Storage version migration", Ordered, func() {
 		Expect(removable.Message).To(ContainSubstring("v1 of " + crdName))
 		patches, _ := migratorPatches(offset)
 		Expect(patches).To(BeNumerically(">=", namespaces*perNamespace), "every object was rewritten (or found rewritten) by the migrator")
+		Expect(metric("hookwright_storage_migrations_total", map[string]string{"method": v1alpha1.MethodHookwright, "result": "succeeded"}) - succeededBefore).To(Equal(1.0))
+		Expect(metric("hookwright_storage_migration_objects_total", map[string]string{"method": v1alpha1.MethodHookwright}) - objectsBefore).To(BeNumerically(">=", namespaces*perNamespace))
+		Eventually(func(g Gomega) {
+			g.Expect(installEvents(ctx, g)).To(ContainElements(
+				ContainSubstring("Normal MigrationStarted migrating "+crdName+" from v1 to v2 (Hookwright)"),
+				ContainSubstring("Normal MigrationSucceeded "+crdName+": ")))
+		}).WithContext(ctx).Should(Succeed())
 
 		By(fmt.Sprintf("the other clients: %d reads, none failed; %d writes", clients.reads.Load(), clients.writes.Load()))
 		Expect(clients.failedReads.Load()).To(BeZero(), "%v", clients.readErrors)
 		Expect(clients.reads.Load()).To(BeNumerically(">", 100))
 		Expect(clients.writes.Load()).To(BeNumerically(">", 10))
 
-		after := specs(ctx, "v2")
+		after, tokens := specs(ctx, "v2"), writeTokens(ctx)
 		Expect(after).To(HaveLen(len(before)))
 		for key, spec := range before {
-			if replicas, ok := clients.written[key]; ok {
-				Expect(after[key]).To(HaveKeyWithValue("replicas", replicas), "the last concurrent write of %s survives", key)
+			if log, ok := clients.written[key]; ok {
+				if !log.survives(tokens[key], after[key]["replicas"]) {
+					explainLostWrite(ctx, key, offset)
+				}
+				Expect(log.survives(tokens[key], after[key]["replicas"])).To(BeTrue(),
+					"the last concurrent write of %s survives: it holds write %q with replicas %v; the last confirmed write was %q with %d", key, tokens[key], after[key]["replicas"], log.confirmed, log.replicas)
 				delete(after[key], "replicas")
 				delete(spec, "replicas")
 			}
@@ -324,6 +392,10 @@ var _ = Describe("Storage version migration", Ordered, func() {
 		Consistently(func(g Gomega) {
 			g.Expect(liveCRD(ctx, g).Status.StoredVersions).To(ConsistOf("v1", "v2"))
 		}).WithContext(ctx).WithTimeout(3 * time.Second).Should(Succeed())
+		Eventually(func(g Gomega) {
+			g.Expect(installEvents(ctx, g)).To(ContainElement(And(
+				ContainSubstring("Warning MigrationFailed "+crdName+": "), ContainSubstring(namespaceName(1)+"/broken-schedule"))))
+		}).WithContext(ctx).Should(Succeed())
 
 		By("deleting the object and changing the install: the migration resumes and finishes")
 		Expect(fast.Delete(ctx, broken)).To(Succeed())
@@ -364,3 +436,63 @@ var _ = Describe("Storage version migration", Ordered, func() {
 		}
 	}, NodeTimeout(10*time.Minute))
 })
+
+// explainLostWrite prints what the API server says of an object whose last
+// write the test did not read back: a GET, and every write of it in the
+// audit log, and the API server's log lines about conversion and watches.
+func explainLostWrite(ctx context.Context, key string, offset int64) {
+	ns, name, _ := strings.Cut(key, "/")
+	obj := cronTab("v2", ns, name, nil)
+	err := fast.Get(ctx, client.ObjectKeyFromObject(obj), obj)
+	spec, _, _ := unstructured.NestedMap(obj.Object, "spec")
+	fmt.Fprintf(GinkgoWriter, "GET %s: err=%v resourceVersion=%s spec=%v\n", key, err, obj.GetResourceVersion(), spec)
+	events, _, _ := cluster.AuditEvents(offset)
+	for _, e := range events {
+		if e.ObjectRef.Name == name && e.ObjectRef.Namespace == ns && e.Verb != "get" {
+			fmt.Fprintf(GinkgoWriter, "audit: %s %s %d %s\n", e.Verb, e.User.Username, e.ResponseStatus.Code, e.RequestURI)
+		}
+	}
+	raw, _ := os.ReadFile(filepath.Join(cluster.Dir, "kube-apiserver.log"))
+	for _, line := range strings.Split(string(raw), "\n") {
+		if strings.Contains(line, "crontabs") && (strings.Contains(line, "rror") || strings.Contains(line, "watch")) {
+			fmt.Fprintln(GinkgoWriter, "apiserver:", line)
+		}
+	}
+}
+
+func metric(name string, labels map[string]string) float64 {
+	GinkgoHelper()
+	v, err := testfixtures.MetricValue(name, labels)
+	Expect(err).NotTo(HaveOccurred())
+	return v
+}
+
+// installEvents are the install's Events as "<type> <reason> <note>".
+func installEvents(ctx context.Context, g Gomega) []string {
+	whi := conversionOnlyInstall()
+	list := &eventsv1.EventList{}
+	g.Expect(fast.List(ctx, list, client.InNamespace(whi.Namespace))).To(Succeed())
+	var out []string
+	for _, e := range list.Items {
+		if e.Regarding.Kind == "WebhookInstall" && e.Regarding.Name == whi.Name {
+			out = append(out, e.Type+" "+e.Reason+" "+e.Note)
+		}
+	}
+	return out
+}
+
+// writeTokens is each CronTab's writeToken annotation, by namespace/name.
+func writeTokens(ctx context.Context) map[string]string {
+	GinkgoHelper()
+	out := map[string]string{}
+	for n := range namespaces {
+		l := &unstructured.UnstructuredList{}
+		l.SetAPIVersion("stable.example.com/v2")
+		l.SetKind("CronTabList")
+		Expect(fast.List(ctx, l, client.InNamespace(namespaceName(n)))).To(Succeed())
+		for _, item := range l.Items {
+			out[item.GetNamespace()+"/"+item.GetName()] = item.GetAnnotations()[writeToken]
+		}
+	}
+	return out
+}

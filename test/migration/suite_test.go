@@ -31,13 +31,20 @@ import (
 	"github.com/hookwright/hookwright/internal/testcluster"
 )
 
-const crdName = "crontabs.stable.example.com"
+const (
+	crdName               = "crontabs.stable.example.com"
+	managerNamespace      = "hookwright-system"
+	managerServiceAccount = "hookwright-manager"
+	managerUser           = "system:serviceaccount:" + managerNamespace + ":" + managerServiceAccount
+)
 
 var (
 	cluster *testcluster.Cluster
 	// fast is an admin client without client-side throttling, to create
 	// and read 10,000 objects quickly.
 	fast client.Client
+	// managerConfig is the shipped ServiceAccount's identity.
+	managerConfig *rest.Config
 )
 
 func TestMigration(t *testing.T) {
@@ -75,6 +82,16 @@ var _ = BeforeSuite(func() {
 	Expect(err).NotTo(HaveOccurred())
 
 	ctx := context.Background()
+	// The operator runs as its shipped ServiceAccount, with the shipped
+	// RBAC and the example's grant on CronTabs (examples/crontab/verifier-rbac.yaml).
+	Expect(cluster.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: managerNamespace}})).To(Succeed())
+	_, err = cluster.Kubectl(ctx, "apply", "--server-side", "-k", filepath.Join("..", "..", "config", "rbac"))
+	Expect(err).NotTo(HaveOccurred())
+	_, err = cluster.Kubectl(ctx, "apply", "--server-side", "-f", filepath.Join("..", "..", "examples", "crontab", "verifier-rbac.yaml"))
+	Expect(err).NotTo(HaveOccurred())
+	managerConfig, err = cluster.UserConfig(managerUser, "system:serviceaccounts", "system:serviceaccounts:"+managerNamespace)
+	Expect(err).NotTo(HaveOccurred())
+
 	crd := &apiextensionsv1.CustomResourceDefinition{}
 	readManifest("examples/crontab/crd.yaml", crd)
 	Expect(cluster.Client.Create(ctx, crd)).To(Succeed())
