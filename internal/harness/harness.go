@@ -128,6 +128,12 @@ func StartOperator(cfg *rest.Config, log logr.Logger, opts ...Option) (*Operator
 		cfg = rest.CopyConfig(cfg)
 		cfg.UserAgent = le.Identity
 	}
+	if cfg.QPS == 0 {
+		// As ctrl.GetConfig in main.go: no client-side throttling (the
+		// API server's priority and fairness governs).
+		cfg = rest.CopyConfig(cfg)
+		cfg.QPS = -1
+	}
 	mgr, err := ctrl.NewManager(cfg, options)
 	if err != nil {
 		return nil, fmt.Errorf("creating the manager: %w", err)
