@@ -24,6 +24,7 @@ import (
 	"github.com/hookwright/hookwright/controllers/guard"
 	"github.com/hookwright/hookwright/internal/harness"
 	"github.com/hookwright/hookwright/internal/testcluster"
+	"github.com/hookwright/hookwright/internal/testfixtures"
 )
 
 func run(ctx context.Context, exitAtEnd bool, rotations int) error {
@@ -87,11 +88,8 @@ func run(ctx context.Context, exitAtEnd bool, rotations int) error {
 	}
 	cluster.Kubelet.SetPropagationDelay(3 * time.Second)
 	cluster.Kubelet.Serve(whi.Namespace, "crontab-webhook", testcluster.BinaryHost{
-		Path: webhookBin,
-		Args: func(env *testcluster.PodEnv, addr string) ([]string, error) {
-			dir, err := env.MountDir(testcluster.DefaultCertMount)
-			return []string{"--addr", addr, "--cert-dir", dir}, err
-		},
+		Path:        webhookBin,
+		Args:        testfixtures.CronTabWebhookArgs,
 		GracePeriod: 10 * time.Second,
 		Stdout:      devNull(),
 	})

@@ -22,6 +22,7 @@ import (
 	v1alpha1 "github.com/hookwright/hookwright/api/v1alpha1"
 	"github.com/hookwright/hookwright/examples/crontab"
 	"github.com/hookwright/hookwright/internal/testcluster"
+	"github.com/hookwright/hookwright/internal/testfixtures"
 )
 
 func readManifest(path string, into any) {
@@ -129,11 +130,8 @@ var _ = Describe("The CronTab example installed by Hookwright", Ordered, func() 
 		// serving Secret Hookwright mounts: one process, one port, one
 		// certificate for the three webhooks.
 		cluster.Kubelet.Serve(whi.Namespace, "crontab-webhook", testcluster.BinaryHost{
-			Path: crontabWebhook,
-			Args: func(env *testcluster.PodEnv, addr string) ([]string, error) {
-				certDir, err := env.MountDir(testcluster.DefaultCertMount)
-				return []string{"--addr", addr, "--cert-dir", certDir}, err
-			},
+			Path:        crontabWebhook,
+			Args:        testfixtures.CronTabWebhookArgs,
 			GracePeriod: 5e9,
 		})
 		Expect(cluster.Client.Create(ctx, whi)).To(Succeed())

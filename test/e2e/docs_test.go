@@ -27,6 +27,7 @@ import (
 
 	v1alpha1 "github.com/hookwright/hookwright/api/v1alpha1"
 	"github.com/hookwright/hookwright/internal/testcluster"
+	"github.com/hookwright/hookwright/internal/testfixtures"
 )
 
 // The rule: every command in the docs is exercised by a test or by the
@@ -219,11 +220,8 @@ func ensureCronTabExample(ctx context.Context) {
 		Expect(client.IgnoreAlreadyExists(cluster.Client.Create(ctx, crd))).To(Succeed())
 		Expect(client.IgnoreAlreadyExists(cluster.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: whi.Namespace}}))).To(Succeed())
 		cluster.Kubelet.Serve(whi.Namespace, "crontab-webhook", testcluster.BinaryHost{
-			Path: crontabWebhook,
-			Args: func(env *testcluster.PodEnv, addr string) ([]string, error) {
-				certDir, err := env.MountDir(testcluster.DefaultCertMount)
-				return []string{"--addr", addr, "--cert-dir", certDir}, err
-			},
+			Path:        crontabWebhook,
+			Args:        testfixtures.CronTabWebhookArgs,
 			GracePeriod: 5 * time.Second,
 		})
 		Expect(cluster.Client.Create(ctx, whi)).To(Succeed())

@@ -2,7 +2,6 @@ package e2e_test
 
 import (
 	"os"
-	"os/exec"
 	"path/filepath"
 	"testing"
 	"time"
@@ -15,6 +14,7 @@ import (
 	"github.com/hookwright/hookwright/controllers/guard"
 	"github.com/hookwright/hookwright/internal/harness"
 	"github.com/hookwright/hookwright/internal/testcluster"
+	"github.com/hookwright/hookwright/internal/testfixtures"
 )
 
 var (
@@ -31,13 +31,10 @@ func TestEndToEnd(t *testing.T) {
 
 var _ = BeforeSuite(func() {
 	ctrllog.SetLogger(GinkgoLogr)
-	crontabWebhook = filepath.Join(GinkgoT().TempDir(), "crontab-webhook")
-	build := exec.Command("go", "build", "-o", crontabWebhook, "./examples/crontab/cmd/crontab-webhook")
-	build.Dir = filepath.Join("..", "..")
-	build.Stdout, build.Stderr = GinkgoWriter, GinkgoWriter
-	Expect(build.Run()).To(Succeed(), "building crontab-webhook")
-
 	var err error
+	crontabWebhook, err = testfixtures.BuildCronTabWebhook(filepath.Join("..", ".."), GinkgoT().TempDir(), GinkgoWriter)
+	Expect(err).NotTo(HaveOccurred(), "building crontab-webhook")
+
 	cluster, err = testcluster.Start(testcluster.Options{
 		Scheme:            harness.Scheme(),
 		CRDDirectoryPaths: []string{filepath.Join("..", "..", "config", "crd", "bases")},

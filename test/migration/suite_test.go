@@ -8,7 +8,6 @@ package migration_test
 import (
 	"context"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -29,6 +28,7 @@ import (
 	"github.com/hookwright/hookwright/controllers/guard"
 	"github.com/hookwright/hookwright/internal/harness"
 	"github.com/hookwright/hookwright/internal/testcluster"
+	"github.com/hookwright/hookwright/internal/testfixtures"
 )
 
 const (
@@ -56,13 +56,10 @@ func TestMigration(t *testing.T) {
 
 var _ = BeforeSuite(func() {
 	ctrllog.SetLogger(GinkgoLogr)
-	webhook := filepath.Join(GinkgoT().TempDir(), "crontab-webhook")
-	build := exec.Command("go", "build", "-o", webhook, "./examples/crontab/cmd/crontab-webhook")
-	build.Dir = filepath.Join("..", "..")
-	build.Stdout, build.Stderr = GinkgoWriter, GinkgoWriter
-	Expect(build.Run()).To(Succeed(), "building crontab-webhook")
-
 	var err error
+	webhook, err := testfixtures.BuildCronTabWebhook(filepath.Join("..", ".."), GinkgoT().TempDir(), GinkgoWriter)
+	Expect(err).NotTo(HaveOccurred(), "building crontab-webhook")
+
 	cluster, err = testcluster.Start(testcluster.Options{
 		Scheme:                  harness.Scheme(),
 		CRDDirectoryPaths:       []string{filepath.Join("..", "..", "config", "crd", "bases")},
@@ -98,11 +95,8 @@ var _ = BeforeSuite(func() {
 	whi := conversionOnlyInstall()
 	Expect(cluster.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: whi.Namespace}})).To(Succeed())
 	cluster.Kubelet.Serve(whi.Namespace, "crontab-webhook", testcluster.BinaryHost{
-		Path: webhook,
-		Args: func(env *testcluster.PodEnv, addr string) ([]string, error) {
-			certDir, err := env.MountDir(testcluster.DefaultCertMount)
-			return []string{"--addr", addr, "--cert-dir", certDir}, err
-		},
+		Path:        webhook,
+		Args:        testfixtures.CronTabWebhookArgs,
 		GracePeriod: 5e9,
 	})
 	Expect(cluster.Client.Create(ctx, whi)).To(Succeed())
