@@ -64,7 +64,7 @@ var _ = Describe("Installing a conversion webhook", func() {
 
 		table, err := cluster.Kubectl(ctx, "get", "whi", "-n", ns, "-o", "wide")
 		Expect(err).NotTo(HaveOccurred())
-		Expect(strings.Fields(strings.SplitN(table, "\n", 2)[0])).To(Equal([]string{"NAME", "PHASE", "CRDS", "CA-EXPIRES", "ROTATE-AT", "SERVING-EXPIRES", "REASON", "ADMISSION", "AGE"}))
+		Expect(strings.Fields(strings.SplitN(table, "\n", 2)[0])).To(Equal([]string{"NAME", "PHASE", "CRDS", "CA-EXPIRES", "ROTATE-AT", "SERVING-EXPIRES", "REASON", "ADMISSION", "MIGRATION", "AGE"}))
 		Expect(table).To(ContainSubstring("Succeeded"))
 		Expect(table).To(ContainSubstring(crdName))
 
