@@ -234,15 +234,25 @@ func forbiddenDryRun(target *admissionDryRun, cause string) admissionVerdict {
 // alert on). With no known identity, or when the review itself fails, it
 // answers yes: the dry run tells. denied says why not.
 func (r *WebhookInstallReconciler) mayCreate(ctx context.Context, target *admissionDryRun) (allowed bool, denied string) {
+	where := "at the cluster scope"
+	if target.namespace != "" {
+		where = "in namespace " + target.namespace
+	}
+	return r.mayDo(ctx, authorizationv1.ResourceAttributes{
+		Verb: "create", Group: target.gvk.Group, Version: target.gvk.Version, Resource: target.plural, Namespace: target.namespace,
+	}, target.resource+" "+where)
+}
+
+// mayDo asks the API server whether Hookwright's ServiceAccount may do
+// what attrs says (what names it in denied), as mayCreate does.
+func (r *WebhookInstallReconciler) mayDo(ctx context.Context, attrs authorizationv1.ResourceAttributes, what string) (allowed bool, denied string) {
 	if r.Authority.Namespace == "" || r.Authority.ServiceAccount == "" {
 		return true, ""
 	}
 	sar := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
-		User:   "system:serviceaccount:" + r.Authority.Namespace + ":" + r.Authority.ServiceAccount,
-		Groups: []string{"system:serviceaccounts", "system:serviceaccounts:" + r.Authority.Namespace, "system:authenticated"},
-		ResourceAttributes: &authorizationv1.ResourceAttributes{
-			Verb: "create", Group: target.gvk.Group, Version: target.gvk.Version, Resource: target.plural, Namespace: target.namespace,
-		},
+		User:               "system:serviceaccount:" + r.Authority.Namespace + ":" + r.Authority.ServiceAccount,
+		Groups:             []string{"system:serviceaccounts", "system:serviceaccounts:" + r.Authority.Namespace, "system:authenticated"},
+		ResourceAttributes: &attrs,
 	}}
 	if err := r.Client.Create(ctx, sar); err != nil {
 		return true, ""
@@ -250,11 +260,7 @@ func (r *WebhookInstallReconciler) mayCreate(ctx context.Context, target *admiss
 	if sar.Status.Allowed {
 		return true, ""
 	}
-	where := "at the cluster scope"
-	if target.namespace != "" {
-		where = "in namespace " + target.namespace
-	}
-	denied = fmt.Sprintf("RBAC does not allow ServiceAccount %s/%s to create %s %s", r.Authority.Namespace, r.Authority.ServiceAccount, target.resource, where)
+	denied = fmt.Sprintf("RBAC does not allow ServiceAccount %s/%s to %s %s", r.Authority.Namespace, r.Authority.ServiceAccount, attrs.Verb, what)
 	if sar.Status.Reason != "" {
 		denied += ": " + sar.Status.Reason
 	}

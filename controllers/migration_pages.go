@@ -10,7 +10,6 @@ import (
 	"golang.org/x/sync/errgroup"
 	"golang.org/x/time/rate"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -188,6 +187,6 @@ func rewrite(ctx context.Context, c client.Client, obj *unstructured.Unstructure
 // failMigration stops the migration with msg; it is tried again later.
 func failMigration(s *installState, m *v1alpha1.StorageMigrationStatus, msg string) {
 	m.State, m.Reason, m.Message = v1alpha1.MigrationFailed, v1alpha1.ReasonMigrationFailed, msg
-	m.FailedAt = &metav1.Time{Time: s.now.Truncate(time.Second)}
+	stopped(s, m)
 	s.retryWithin(migrationFailedRetry)
 }

@@ -2,11 +2,13 @@ package controllers
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
 	"time"
 
+	authorizationv1 "k8s.io/api/authorization/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -134,9 +136,12 @@ func (r *WebhookInstallReconciler) migrateCRD(ctx context.Context, s *installSta
 
 	var done bool
 	var err error
-	switch m.Method {
-	case v1alpha1.MethodStorageVersionMigration:
+	switch {
+	case m.Method == v1alpha1.MethodStorageVersionMigration:
 		done, err = r.driveStorageVersionMigration(ctx, s, c, &m)
+	case (prev == nil || prev.State != v1alpha1.MigrationRunning) && !r.mayRewrite(ctx, s, c, &m):
+		// RBAC forbids it: the record says what to grant, and no request
+		// is made that the API server would refuse.
 	default:
 		done, err = r.migratePage(ctx, s, c, &m)
 	}
@@ -231,6 +236,33 @@ func (r *WebhookInstallReconciler) finishMigration(ctx context.Context, s *insta
 	return nil
 }
 
+// mayRewrite: Hookwright's ServiceAccount may list and patch the CRD's
+// objects everywhere (the author's grant), checked with SubjectAccessReviews
+// when a migration starts or resumes, so that missing RBAC shows as
+// MigrationForbidden rather than as refused requests.
+func (r *WebhookInstallReconciler) mayRewrite(ctx context.Context, s *installState, c *crdState, m *v1alpha1.StorageMigrationStatus) bool {
+	resource := c.crd.Spec.Names.Plural + "." + c.crd.Spec.Group
+	for _, verb := range []string{"list", "patch"} {
+		allowed, denied := r.mayDo(ctx, authorizationv1.ResourceAttributes{Verb: verb, Group: c.crd.Spec.Group, Version: m.To, Resource: c.crd.Spec.Names.Plural}, resource+" at the cluster scope")
+		if !allowed {
+			forbiddenMigration(s, m, verb+" "+resource, errors.New(denied))
+			return false
+		}
+	}
+	return true
+}
+
+// stopped stamps a failed or RBAC-stopped migration with when it stopped;
+// stopping again the same way keeps the first stamp, so a migration that
+// keeps failing is retried (on the requeue) without a status write each time.
+func stopped(s *installState, m *v1alpha1.StorageMigrationStatus) {
+	if prev := previousMigration(s.install, m.Name); prev != nil && prev.FailedAt != nil && prev.State == m.State && prev.Reason == m.Reason && prev.Message == m.Message {
+		m.FailedAt = prev.FailedAt
+		return
+	}
+	m.FailedAt = &metav1.Time{Time: s.now.Truncate(time.Second)}
+}
+
 // resumable: the record is a migration under way, stopped, or held up
 // by RBAC; it goes on from its resume point.
 func resumable(m *v1alpha1.StorageMigrationStatus) bool {
@@ -249,11 +281,11 @@ func retryAfterStop(m *v1alpha1.StorageMigrationStatus) time.Duration {
 
 // forbiddenMigration records that RBAC stops the migration, and what to grant.
 func forbiddenMigration(s *installState, m *v1alpha1.StorageMigrationStatus, what string, err error) {
-	m.FailedAt = &metav1.Time{Time: s.now.Truncate(time.Second)}
 	s.retryWithin(verifyForbiddenRetry)
 	m.State, m.Reason = v1alpha1.MigrationWaiting, v1alpha1.ReasonMigrationForbidden
 	m.Message = fmt.Sprintf("Hookwright may not %s (%v). Grant its ServiceAccount list and patch on the converted resource, and update on customresourcedefinitions/status, "+
 		"with a ClusterRole and ClusterRoleBinding (the admin guide has one); the migration then resumes after %d objects", what, err, m.Migrated)
+	stopped(s, m)
 }
 
 // storageVersion is the CRD's storage version.
