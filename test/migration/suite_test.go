@@ -187,6 +187,21 @@ func migratorPatches(offset int64) (patches int, next int64) {
 	return patches, next
 }
 
+// migratorObjects is the set of objects (namespace/name) the migrator
+// patched since offset.
+func migratorObjects(offset int64) (map[string]bool, int64) {
+	GinkgoHelper()
+	events, next, err := cluster.AuditEvents(offset)
+	Expect(err).NotTo(HaveOccurred())
+	objects := map[string]bool{}
+	for _, e := range events {
+		if e.Verb == "patch" && e.ObjectRef.Resource == "crontabs" && strings.Contains(e.RequestURI, "fieldManager=hookwright-storage-migrator") {
+			objects[e.ObjectRef.Namespace+"/"+e.ObjectRef.Name] = true
+		}
+	}
+	return objects, next
+}
+
 // auditOffset is the audit log's current end.
 func auditOffset() int64 {
 	GinkgoHelper()
