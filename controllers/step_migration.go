@@ -52,7 +52,8 @@ func (r *WebhookInstallReconciler) migrateStorage(ctx context.Context, s *instal
 	return nil
 }
 
-// freshProgress reads the install live while a migration is due: a pass
+// freshProgress reads the install live while a migration is due or was
+// under way by the cached status: a pass
 // follows the previous one within a millisecond, before the cache has
 // seen the status that pass wrote, and resuming from the cached resume
 // point would list and rewrite the last page again. The live status is
@@ -62,6 +63,11 @@ func (r *WebhookInstallReconciler) freshProgress(ctx context.Context, s *install
 	due := false
 	for _, c := range s.crds {
 		due = due || (c.crd != nil && !c.kept && len(staleVersions(c.crd)) > 0)
+	}
+	// Just finished: the pass that pruned storedVersions may not be in the
+	// cache yet, and its record must not be overwritten by the one before.
+	for _, m := range s.install.Status.StorageMigrations {
+		due = due || m.State == v1alpha1.MigrationRunning || m.State == v1alpha1.MigrationFailed
 	}
 	if !due {
 		return nil
