@@ -99,7 +99,12 @@ func (r *WebhookInstallReconciler) migratePage(ctx context.Context, s *installSt
 		}
 		if reason, _ := classifyConversionError(err.Error()); reason != "" {
 			failMigration(s, m, fmt.Sprintf("listing %s at %s after %d objects failed, because the API server could not convert a stored object through the webhook "+
-				"(its error names the object when the webhook does): %v. status.storedVersions is untouched; fix the object or the webhook and the migration resumes here", resource, m.To, m.Migrated, err))
+				"(its error names the object when the webhook does): %v. status.storedVersions is untouched; fix or delete the object, or fix the webhook, and the migration lists again", resource, m.To, m.Migrated, err))
+			// The listing's snapshot would hold the object as it was even
+			// once it is fixed or deleted: the retry lists a fresh one
+			// (objects rewritten already cost a no-op request each).
+			m.Continue = ""
+			m.Restarts++
 			return false, nil
 		}
 		return false, fmt.Errorf("listing %s for the storage migration: %w", resource, err)

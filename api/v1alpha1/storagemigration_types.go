@@ -140,8 +140,10 @@ type StorageMigrationStatus struct {
 	// +kubebuilder:validation:MaxLength=4096
 	// +optional
 	Continue string `json:"continue,omitempty"`
-	// Restarts counts the times the listing started over because the API
-	// server had compacted away the snapshot its continue token named.
+	// Restarts counts the times the listing started over: the API server
+	// had compacted away the snapshot its continue token named, or a
+	// listing that failed on an object is retried (the snapshot would
+	// still hold the object as it was).
 	// +optional
 	Restarts int32 `json:"restarts,omitempty"`
 	// MigrationName is the StorageVersionMigration object driven, with

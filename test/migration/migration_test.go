@@ -418,7 +418,9 @@ var _ = Describe("Storage version migration", Ordered, func() {
 			g.Expect(cluster.Client.Update(ctx, whi)).To(Succeed())
 		}).WithContext(ctx).Should(Succeed())
 		Eventually(func(g Gomega) {
-			g.Expect(migrationOf(installStatus(ctx, g)).State).To(Equal(v1alpha1.MigrationSucceeded))
+			m := migrationOf(installStatus(ctx, g))
+			g.Expect(m.State).To(Equal(v1alpha1.MigrationSucceeded), "%+v", m)
+			g.Expect(m.Restarts).To(BeNumerically(">=", 1), "the listing started over from a fresh snapshot, without the deleted object")
 		}).WithContext(ctx).WithTimeout(3 * time.Minute).Should(Succeed())
 		Expect(liveCRD(ctx, Default).Status.StoredVersions).To(Equal([]string{"v2"}))
 	}, NodeTimeout(10*time.Minute))
