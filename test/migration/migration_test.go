@@ -391,7 +391,7 @@ var _ = Describe("Storage version migration", Ordered, func() {
 		setStorageVersion(ctx, "v2")
 		Expect(liveCRD(ctx, Default).Status.StoredVersions).To(ConsistOf("v1", "v2"))
 
-		startOperator(ownMigrator)
+		op := startOperator(ownMigrator)
 		Eventually(func(g Gomega) {
 			whi := installStatus(ctx, g)
 			m := migrationOf(whi)
@@ -411,9 +411,11 @@ var _ = Describe("Storage version migration", Ordered, func() {
 		}).WithContext(ctx).Should(Succeed())
 
 		By("deleting the object (any write decodes it in the storage version, which v2 cannot: v1 stores it for that moment) and changing the install: the migration resumes and finishes")
+		Expect(op.Stop()).To(Succeed()) // so that no migration towards v1 starts meanwhile
 		setStorageVersion(ctx, "v1")
 		Eventually(func() error { return fast.Delete(ctx, broken) }).WithContext(ctx).Should(Succeed())
 		setStorageVersion(ctx, "v2")
+		startOperator(ownMigrator)
 		Eventually(func(g Gomega) {
 			whi := installStatus(ctx, g)
 			whi.Spec.DisplayName = "CronTab operator (broken object removed)"
