@@ -25,8 +25,8 @@ const (
 // StorageMigrationSpec sets when the conversion CRDs' stored objects are
 // migrated to the storage version.
 type StorageMigrationSpec struct {
-	// Policy of every conversion CRD that CRDs does not name.
-	// +kubebuilder:default=Automatic
+	// Policy of every conversion CRD that CRDs does not name; unset means
+	// Automatic (no API default, so a spec reads back as it was written).
 	// +optional
 	Policy MigrationPolicy `json:"policy,omitempty"`
 	// CRDs sets the policy of single conversion CRDs.

@@ -89,8 +89,8 @@ type WebhookInstallSpec struct {
 	Certificates CertificatePolicy `json:"certificates,omitempty"`
 	// StorageMigration sets when the conversion CRDs' stored objects are
 	// rewritten in the storage version, so that older versions leave
-	// status.storedVersions and can be removed from the CRD.
-	// +kubebuilder:default={}
+	// status.storedVersions and can be removed from the CRD. Unset:
+	// Automatic for every conversion CRD.
 	// +optional
 	StorageMigration StorageMigrationSpec `json:"storageMigration,omitempty"`
 }
