@@ -108,6 +108,19 @@ var _ = Describe("WebhookInstall admission", func() {
 		Expect(cluster.Client.Delete(ctx, whi)).To(Succeed())
 	})
 
+	It("admits storage migration policies, per conversion CRD, unchanged", func(ctx context.Context) {
+		whi := validInstall("migration-policy")
+		crd := whi.Spec.WebhookDefinitions[0].ConversionCRDs[0]
+		whi.Spec.StorageMigration = v1alpha1.StorageMigrationSpec{Policy: v1alpha1.MigrationDisabled,
+			CRDs: []v1alpha1.CRDMigrationPolicy{{Name: crd, Policy: v1alpha1.MigrationOnRequest}}}
+		want := whi.Spec.StorageMigration
+		Expect(cluster.Client.Create(ctx, whi)).To(Succeed())
+		DeferCleanup(func(ctx context.Context) { Expect(cluster.Client.Delete(ctx, whi)).To(Succeed()) })
+		Expect(whi.Spec.StorageMigration).To(Equal(want))
+		Expect(whi.Spec.StorageMigration.PolicyFor(crd)).To(Equal(v1alpha1.MigrationOnRequest))
+		Expect(whi.Spec.StorageMigration.PolicyFor("others.stable.example.com")).To(Equal(v1alpha1.MigrationDisabled))
+	})
+
 	It("admits a CSV-like install with a conversion, a validating and a mutating webhook, unchanged", func(ctx context.Context) {
 		whi := validInstall("three-webhooks")
 		withAdmissionWebhooks(whi)
@@ -160,6 +173,12 @@ var _ = Describe("WebhookInstall admission", func() {
 			}
 			w.Spec.WebhookDefinitions = append(w.Spec.WebhookDefinitions, second)
 		}, "an install converts at most 16 CRDs"),
+		Entry("a storage migration policy for a CRD the install does not convert", func(w *v1alpha1.WebhookInstall) {
+			w.Spec.StorageMigration.CRDs = []v1alpha1.CRDMigrationPolicy{{Name: "widgets.other.example.com", Policy: v1alpha1.MigrationOnRequest}}
+		}, "every storageMigration.crds entry must name a CRD listed in a webhookdefinition's conversionCRDs"),
+		Entry("a storage migration policy that does not exist", func(w *v1alpha1.WebhookInstall) {
+			w.Spec.StorageMigration.Policy = "Sometimes"
+		}, `supported values: "Automatic", "OnRequest", "Disabled"`),
 		Entry("deploymentName names no install deployment", func(w *v1alpha1.WebhookInstall) {
 			w.Spec.WebhookDefinitions[0].DeploymentName = "elsewhere"
 		}, "every webhookdefinitions[].deploymentName must name a deployment in install.spec.deployments"),
