@@ -1,6 +1,7 @@
 package controllers
 
 import (
+	"reflect"
 	"testing"
 	"time"
 
@@ -128,5 +129,25 @@ func TestStorageVersionMigrationName(t *testing.T) {
 	}
 	if len(a) > 63 {
 		t.Errorf("name %s is longer than 63 characters", a)
+	}
+}
+
+// A pass that began from a stale cache changes no record it did not
+// touch: the status written keeps the live records (the bench's smoke run
+// lost a finished migration's record to such a pass).
+func TestMergeMigrations(t *testing.T) {
+	done := v1alpha1.StorageMigrationStatus{Name: "a", State: v1alpha1.MigrationSucceeded, Migrated: 50}
+	other := v1alpha1.StorageMigrationStatus{Name: "b", State: v1alpha1.MigrationRunning, Migrated: 500}
+	next := v1alpha1.StorageMigrationStatus{Name: "b", State: v1alpha1.MigrationRunning, Migrated: 1000}
+	got := mergeMigrations([]v1alpha1.StorageMigrationStatus{done, other}, []v1alpha1.StorageMigrationStatus{next})
+	if len(got) != 2 || !reflect.DeepEqual(got[0], done) || got[1].Migrated != 1000 {
+		t.Errorf("merge = %+v, want a kept as is and b at 1000", got)
+	}
+	if got := mergeMigrations([]v1alpha1.StorageMigrationStatus{done}, nil); len(got) != 1 || !reflect.DeepEqual(got[0], done) {
+		t.Errorf("a pass that changed nothing dropped or changed a record: %+v", got)
+	}
+	fresh := v1alpha1.StorageMigrationStatus{Name: "c", State: v1alpha1.MigrationRunning}
+	if got := mergeMigrations(nil, []v1alpha1.StorageMigrationStatus{fresh}); len(got) != 1 || got[0].Name != "c" {
+		t.Errorf("a new record is lost: %+v", got)
 	}
 }

@@ -45,10 +45,9 @@ type installState struct {
 	rollingOut       []string // webhook Deployments not yet all on the current template
 	issuedCerts      bool
 
-	// migrations are the conversion CRDs' storage migration records, as
-	// the migration step left them (migrationsChecked: it ran).
-	migrations        []v1alpha1.StorageMigrationStatus
-	migrationsChecked bool
+	// migrations are the storage migration records this pass changed or
+	// started; the others stay as the status has them when it is written.
+	migrations []v1alpha1.StorageMigrationStatus
 
 	// halt stops the pipeline: the steps after it cannot run yet.
 	halt *halt

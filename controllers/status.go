@@ -88,10 +88,7 @@ func computeStatus(s *installState, stepErr error) v1alpha1.WebhookInstallStatus
 		st.ConversionCRDs = append(st.ConversionCRDs, out)
 	}
 	st.AdmissionWebhooks = admissionStatuses(s)
-	st.StorageMigrations = prev.StorageMigrations
-	if s.migrationsChecked {
-		st.StorageMigrations = s.migrations
-	}
+	st.StorageMigrations = mergeMigrations(prev.StorageMigrations, s.migrations)
 	st.Rotations = rotationHistory(s)
 	st.HandledRotationRequest = prev.HandledRotationRequest
 	if s.handledRequest != "" {

@@ -2,6 +2,7 @@ package controllers
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -74,6 +75,23 @@ func setMigrationConditions(st *v1alpha1.WebhookInstallStatus, s *installState, 
 			"(set served: false first to find out); with one version left, the conversion webhook is no longer needed", strings.Join(removable, "; "))
 	}
 	meta.SetStatusCondition(&st.Conditions, c)
+}
+
+// mergeMigrations is the status' migration records with this pass's
+// changes: a record the pass did not change is the one the status holds
+// when it is written, so a pass that began from a stale cache (and, on the
+// write's conflict, recomputes on the live status) never writes an older
+// record back, nor drops one.
+func mergeMigrations(current, changed []v1alpha1.StorageMigrationStatus) []v1alpha1.StorageMigrationStatus {
+	out := append([]v1alpha1.StorageMigrationStatus(nil), current...)
+	for _, m := range changed {
+		if i := slices.IndexFunc(out, func(x v1alpha1.StorageMigrationStatus) bool { return x.Name == m.Name }); i >= 0 {
+			out[i] = m
+		} else {
+			out = append(out, m)
+		}
+	}
+	return out
 }
 
 func recordOf(records []v1alpha1.StorageMigrationStatus, crd string) *v1alpha1.StorageMigrationStatus {

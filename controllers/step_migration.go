@@ -10,6 +10,7 @@ import (
 
 	authorizationv1 "k8s.io/api/authorization/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -29,20 +30,16 @@ const migrationFailedRetry = time.Minute
 // last page written; a resync with nothing stale reads nothing and writes
 // nothing.
 func (r *WebhookInstallReconciler) migrateStorage(ctx context.Context, s *installState) error {
-	s.migrationsChecked = true
 	if err := r.freshProgress(ctx, s); err != nil {
 		return err
 	}
 	for _, c := range s.crds {
 		prev := previousMigration(s.install, c.name)
 		if c.crd == nil || c.kept {
-			if prev != nil {
-				s.migrations = append(s.migrations, *prev)
-			}
 			continue
 		}
 		m, err := r.migrateCRD(ctx, s, c, prev)
-		if m != nil {
+		if m != nil && (prev == nil || !equality.Semantic.DeepEqual(*m, *prev)) {
 			s.migrations = append(s.migrations, *m)
 		}
 		if err != nil {
