@@ -96,7 +96,9 @@ func (r *WebhookInstallReconciler) migrateCRD(ctx context.Context, s *installSta
 		if done.CompletedAt == nil {
 			done.CompletedAt = &metav1.Time{Time: s.now.Truncate(time.Second)}
 		}
-		return &done, nil
+		// The pass that pruned may have ended before it deleted its
+		// StorageVersionMigration.
+		return &done, r.deleteStorageVersionMigration(ctx, &done)
 	}
 
 	var m v1alpha1.StorageMigrationStatus
