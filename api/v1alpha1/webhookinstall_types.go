@@ -92,7 +92,11 @@ type WebhookInstallSpec struct {
 	// status.storedVersions and can be removed from the CRD. Unset:
 	// Automatic for every conversion CRD.
 	// +optional
-	StorageMigration StorageMigrationSpec `json:"storageMigration,omitempty"`
+	StorageMigration StorageMigrationSpec `json:"storageMigration,omitzero"`
+
+	// StorageMigration is omitzero, not omitempty: encoding/json never omits
+	// a struct under omitempty, so every install a client writes (import-csv
+	// among them) would carry an empty storageMigration: {}.
 }
 
 // CustomResourceDefinitions is a CSV's customresourcedefinitions block.
