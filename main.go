@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -55,6 +56,7 @@ func main() {
 		authority      controllers.Authority
 		migration      controllers.MigrationOptions
 		inTree         bool
+		syncPeriod     time.Duration
 	)
 	flag.StringVar(&metricsAddr, "metrics-bind-address", ":8443", "address of the Prometheus metrics endpoint (0 disables it)")
 	flag.BoolVar(&metricsSecure, "metrics-secure", true, "serve metrics over HTTPS, to scrapers the API server authenticates and authorizes (get on the /metrics non-resource URL); false serves plain HTTP to anyone")
@@ -66,6 +68,7 @@ func main() {
 	flag.Int64Var(&migration.PageSize, "migration-page-size", 500, "objects a storage migration lists and rewrites per pass (its unit of progress after a restart)")
 	flag.IntVar(&migration.Workers, "migration-workers", 4, "objects a storage migration rewrites in parallel")
 	flag.Float64Var(&migration.QPS, "migration-qps", 200, "rewrites per second, all storage migrations together")
+	flag.DurationVar(&syncPeriod, "sync-period", 10*time.Hour, "reconcile every install at least this often even when nothing changed (controller-runtime's SyncPeriod); a pass with nothing to do writes nothing")
 	flag.BoolVar(&inTree, "migration-use-in-tree", true, "migrate through the cluster's StorageVersionMigration API (storagemigration.k8s.io) when it is served and its controller runs; false: always Hookwright's own migrator")
 	opts := zap.Options{}
 	opts.BindFlags(flag.CommandLine)
@@ -74,13 +77,14 @@ func main() {
 
 	authority.Namespace, authority.ServiceAccount = ownIdentity()
 	migration.InTree = &inTree
-	if err := run(metricsServer(metricsAddr, metricsSecure), probeAddr, leaderElection, leaderElectNS, concurrency, authority, migration); err != nil {
+	if err := run(metricsServer(metricsAddr, metricsSecure), probeAddr, leaderElection, leaderElectNS, concurrency, syncPeriod, authority, migration); err != nil {
 		fmt.Fprintln(os.Stderr, "hookwright:", err)
 		os.Exit(1)
 	}
 }
 
-func run(metrics metricsserver.Options, probeAddr string, leaderElection bool, leaderElectNS string, concurrency int, authority controllers.Authority, migration controllers.MigrationOptions) error {
+func run(metrics metricsserver.Options, probeAddr string, leaderElection bool, leaderElectNS string, concurrency int, syncPeriod time.Duration,
+	authority controllers.Authority, migration controllers.MigrationOptions) error {
 	scheme := runtime.NewScheme()
 	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, apiextensionsv1.AddToScheme, v1alpha1.AddToScheme} {
 		if err := add(scheme); err != nil {
@@ -91,9 +95,11 @@ func run(metrics metricsserver.Options, probeAddr string, leaderElection bool, l
 	if err != nil {
 		return fmt.Errorf("no Kubernetes configuration: %w (set KUBECONFIG or run in a pod)", err)
 	}
+	cacheOptions := controllers.CacheOptions()
+	cacheOptions.SyncPeriod = &syncPeriod
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                  scheme,
-		Cache:                   controllers.CacheOptions(),
+		Cache:                   cacheOptions,
 		Metrics:                 metrics,
 		HealthProbeBindAddress:  probeAddr,
 		LeaderElection:          leaderElection,

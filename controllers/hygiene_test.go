@@ -3,6 +3,7 @@ package controllers_test
 import (
 	"context"
 	"encoding/json"
+	"regexp"
 	"slices"
 	"strings"
 	"time"
@@ -42,6 +43,8 @@ var _ = Describe("A steady install", func() {
 			return quiet
 		}, 60*time.Second, 2*time.Second).Should(BeNumerically(">=", 2))
 
+		expectTransitionEventsOnly(ctx, ns, "widgets")
+
 		reconciles := reconcileCount()
 		whi := getInstall(ctx, ns, "widgets")
 		patch := client.MergeFrom(whi.DeepCopy())
@@ -58,6 +61,25 @@ var _ = Describe("A steady install", func() {
 		Expect(ours).To(BeEmpty(), "an idle resync writes nothing")
 	})
 })
+
+// expectTransitionEventsOnly holds a converged install's Events to the
+// transitions a person needs: the phase changes (note "<Phase>: ...") and
+// the certificates issued. A step (claim, apply, CRD write) records none.
+func expectTransitionEventsOnly(ctx context.Context, ns, install string) {
+	var events eventsv1.EventList
+	Expect(k8s.List(ctx, &events, client.InNamespace(ns))).To(Succeed())
+	phaseNote := regexp.MustCompile(`^(Pending|Installing|Succeeded|Failed|Replacing|Replaced): `)
+	var reasons []string
+	for _, e := range events.Items {
+		if e.Regarding.Kind != "WebhookInstall" || e.Regarding.Name != install {
+			continue
+		}
+		reasons = append(reasons, e.Reason)
+		rotation := strings.HasSuffix(e.Reason, "RotationStarted") || strings.HasSuffix(e.Reason, "RotationCompleted")
+		Expect(rotation || phaseNote.MatchString(e.Note)).To(BeTrue(), "Event %s (%q) is not a transition", e.Reason, e.Note)
+	}
+	Expect(reasons).To(ContainElement(v1alpha1.ReasonSucceeded))
+}
 
 // After every spec: the shipped RBAC was exactly what the operator used
 // (rbac_test.go), and no key material is in any status, Event or log line

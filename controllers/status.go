@@ -29,7 +29,7 @@ func (r *WebhookInstallReconciler) writeStatus(ctx context.Context, s *installSt
 		next := computeStatus(s, stepErr)
 		observeExpiry(s.install, next)
 		observeInstall(s.install, next)
-		if equality.Semantic.DeepEqual(old, next) {
+		if equality.Semantic.DeepEqual(old, next) || deferStatusToVerification(s, stepErr, old, next) {
 			return nil
 		}
 		updated := s.install.DeepCopy()

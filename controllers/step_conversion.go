@@ -14,7 +14,6 @@ import (
 	"k8s.io/utils/ptr"
 
 	v1alpha1 "github.com/hookwright/hookwright/api/v1alpha1"
-	"github.com/hookwright/hookwright/certs"
 	"github.com/hookwright/hookwright/controllers/desired"
 )
 
@@ -55,9 +54,11 @@ func (r *WebhookInstallReconciler) configureConversion(ctx context.Context, s *i
 			c.state, c.message = v1alpha1.ConversionFailed, err.Error()
 			return err
 		}
+		// No Event per write: the first write is told by the install's
+		// phase Events (InProgress, then Succeeded), a caBundle change by
+		// the rotation's Events with both fingerprints, a restore by
+		// ConversionDriftRestored and a hand-over by TookOver.
 		c.crd.Spec.Conversion, c.state, c.written = want, v1alpha1.ConversionConfigured, true
-		r.Recorder.Eventf(s.install, c.crd, corev1.EventTypeNormal, "ConfiguredConversion", "Configure",
-			"Pointed CRD %s at service %s/%s, trusting CA %s", c.name, s.install.Namespace, c.webhook.Service, certs.Fingerprint(svc.ca.Cert))
 		s.retryWithin(verifyDelay)
 	}
 	return nil

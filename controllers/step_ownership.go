@@ -94,8 +94,11 @@ func (r *WebhookInstallReconciler) claimOwnership(ctx context.Context, s *instal
 			}
 			return errors.Join(fmt.Errorf("claiming CRD %s: %w", c.name, err), r.releaseUnserved(ctx, s))
 		}
-		r.Recorder.Eventf(s.install, c.crd, "Normal", "Claimed", "Claim", "Claimed conversion ownership of CRD %s", c.name)
 	}
+	// No Event per claim: a claim is a step of the install, not a
+	// transition a person acts on. The phase Events tell the install's
+	// progress, status.conversionCRDs and the CRD's owner annotation who
+	// owns what, and a refused claim is a phase Event of its own.
 	return nil
 }
 

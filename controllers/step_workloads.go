@@ -81,10 +81,11 @@ func (r *WebhookInstallReconciler) ensureDeployment(ctx context.Context, s *inst
 			return have, nil
 		}
 	}
+	// No Event: the Deployment's own Events tell its rollout, and the
+	// install's phase Events tell when it is available.
 	if err := r.apply(ctx, want); err != nil {
 		return nil, err
 	}
-	r.Recorder.Eventf(s.install, want, corev1.EventTypeNormal, "AppliedDeployment", "Apply", "Applied deployment %s", want.Name)
 	return want, nil
 }
 
@@ -105,11 +106,7 @@ func (r *WebhookInstallReconciler) ensureService(ctx context.Context, s *install
 			return nil
 		}
 	}
-	if err := r.apply(ctx, want); err != nil {
-		return err
-	}
-	r.Recorder.Eventf(s.install, want, corev1.EventTypeNormal, "AppliedService", "Apply", "Applied service %s", want.Name)
-	return nil
+	return r.apply(ctx, want)
 }
 
 // ensureServiceAccount creates a missing ServiceAccount bare: Hookwright

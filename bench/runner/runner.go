@@ -67,6 +67,7 @@ type Options struct {
 // sizes of the measures.
 type sizes struct {
 	p1               int
+	p1Anchor         int // cert-controller webhooks, each started by its own process
 	p2Installs       int
 	p2Rotations      int
 	p2Lifetime       time.Duration
@@ -84,24 +85,26 @@ type sizes struct {
 	memoryWait       time.Duration
 	idleAfter        time.Duration // from the last burst to the idle sample
 	migrationObjects int
+	syncPeriod       time.Duration // P3's periodic resync
+	stormSample      int           // installs read continuously during the rotation storm
 }
 
 func sizesFor(smoke bool) sizes {
 	if smoke {
 		return sizes{
-			p1: 3, p2Installs: 1, p2Rotations: 1, p2Lifetime: 20 * time.Second, p2RenewBefore: 14 * time.Second,
+			p1: 3, p1Anchor: 2, p2Installs: 1, p2Rotations: 1, p2Lifetime: 20 * time.Second, p2RenewBefore: 14 * time.Second,
 			p4: []int{2, 4}, p5Secrets: 40, p5CRDs: 4, p5SchemaKB: 50, settle: 3 * time.Second,
 			certBenchtime: "1x", reserveAfterP4: time.Minute, p4MaxPerSize: 2 * time.Minute,
 			installTimeout: time.Minute, foreignNamespace: 2, memoryWait: 25 * time.Second, idleAfter: 5 * time.Second,
-			migrationObjects: 50,
+			migrationObjects: 50, syncPeriod: 10 * time.Second, stormSample: 2,
 		}
 	}
 	return sizes{
-		p1: 100, p2Installs: 10, p2Rotations: 2, p2Lifetime: 20 * time.Second, p2RenewBefore: 12 * time.Second,
+		p1: 100, p1Anchor: 20, p2Installs: 10, p2Rotations: 2, p2Lifetime: 20 * time.Second, p2RenewBefore: 12 * time.Second,
 		p4: []int{100, 300, 1000}, p5Secrets: 10000, p5CRDs: 1000, p5SchemaKB: 50, settle: 15 * time.Second,
 		certBenchtime: "1s", reserveAfterP4: 4 * time.Minute, p4MaxPerSize: 10 * time.Minute,
 		installTimeout: time.Minute, foreignNamespace: 10, memoryWait: 90 * time.Second, idleAfter: 130 * time.Second,
-		migrationObjects: 10000,
+		migrationObjects: 10000, syncPeriod: 90 * time.Second, stormSample: 10,
 	}
 }
 
@@ -153,7 +156,7 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 		Overridden: opts.P1 > 0 || len(opts.P4) > 0 || opts.P5Secrets > 0 || opts.P5CRDs > 0}
 	budget := opts.Budget
 	if budget == 0 {
-		budget = 19 * time.Minute
+		budget = 24 * time.Minute
 		if opts.Smoke {
 			budget = 5 * time.Minute
 		}
@@ -199,6 +202,8 @@ func (b *bench) run(ctx context.Context) (retErr error) {
 
 	b.logf("cert issuance Go benchmarks (-benchtime=%s)", b.sz.certBenchtime)
 	b.record("cert", b.certBench(ctx))
+	b.logf("conversion kit versus controller-runtime Go benchmark (-benchtime=%s)", b.sz.certBenchtime)
+	b.record("kit", b.kitBench(ctx))
 
 	b.logf("starting the control plane (kube-apiserver %s with a Metadata audit log)", testcluster.KubeVersion)
 	b.cluster, err = testcluster.Start(testcluster.Options{
@@ -248,10 +253,12 @@ func (b *bench) run(ctx context.Context) (retErr error) {
 		fn   func(context.Context) error
 	}{
 		{"P1 Hookwright", b.p1Hookwright},
+		{"P1 floor", b.p1Floor},
 		{"P1 cert-controller", b.p1Anchor},
 		{"P2", b.p2},
 		{"Migration", b.migration},
 		{"P4", b.p4},
+		{"Rotation storm", b.storm},
 		{"P4 profile", b.p4Profile},
 		{"P3", b.p3},
 		{"P5", b.p5},
@@ -282,11 +289,11 @@ func (b *bench) record(name string, err error) {
 	}
 }
 
-func (b *bench) startOperator() error {
-	p, err := startProcess("hookwright", b.opBin, b.opKube, filepath.Join(b.work, fmt.Sprintf("hookwright-%d.log", time.Now().UnixNano())),
-		// Plain-HTTP metrics on loopback: the bench scrapes them itself,
-		// and TokenReviews per scrape would load the API server it measures.
-		"--leader-elect=false", "--health-probe-bind-address=0", "--metrics-secure=false")
+func (b *bench) startOperator(extraArgs ...string) error {
+	// Plain-HTTP metrics on loopback: the bench scrapes them itself, and
+	// TokenReviews per scrape would load the API server it measures.
+	args := append([]string{"--leader-elect=false", "--health-probe-bind-address=0", "--metrics-secure=false"}, extraArgs...)
+	p, err := startProcess("hookwright", b.opBin, b.opKube, filepath.Join(b.work, fmt.Sprintf("hookwright-%d.log", time.Now().UnixNano())), args...)
 	if err != nil {
 		return err
 	}

@@ -5,6 +5,7 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -36,7 +37,11 @@ type observer struct {
 	serving   map[types.NamespacedName][]servingCert
 	phases    map[types.NamespacedName]v1alpha1.InstallPhase
 	events    int // install add/update events seen: progress short of verification
-	stop      context.CancelFunc
+	// rotated: install first seen with a Succeeded CA rotation whose
+	// message has rotationMark (the rotation storm's request).
+	rotated      map[types.NamespacedName]time.Time
+	rotationMark string
+	stop         context.CancelFunc
 }
 
 // servingCert is one serving certificate seen in a Hookwright Secret.
@@ -57,7 +62,7 @@ func startObserver(cfg *rest.Config) (*observer, error) {
 	o := &observer{
 		available: map[types.NamespacedName]time.Time{}, verified: map[types.NamespacedName]time.Time{},
 		created: map[types.NamespacedName]time.Time{}, serving: map[types.NamespacedName][]servingCert{},
-		phases: map[types.NamespacedName]v1alpha1.InstallPhase{},
+		phases: map[types.NamespacedName]v1alpha1.InstallPhase{}, rotated: map[types.NamespacedName]time.Time{},
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	o.stop = cancel
@@ -111,11 +116,33 @@ func (o *observer) install(obj any) {
 	o.mu.Lock()
 	o.phases[key] = whi.Status.Phase
 	o.events++
+	mark := o.rotationMark
 	o.mu.Unlock()
+	if mark != "" && caRotatedFor(whi, mark) {
+		o.first(o.rotated, key)
+	}
 	c := meta.FindStatusCondition(whi.Status.Conditions, v1alpha1.TypeConversionVerified)
 	if c != nil && c.Status == "True" && c.ObservedGeneration == whi.Generation {
 		o.first(o.verified, key)
 	}
+}
+
+// caRotatedFor says whether the install completed a CA rotation whose
+// message carries mark.
+func caRotatedFor(whi *v1alpha1.WebhookInstall, mark string) bool {
+	for _, rec := range whi.Status.Rotations {
+		if rec.Kind == v1alpha1.RotationCA && rec.Outcome == v1alpha1.RotationSucceeded && strings.Contains(rec.Message, mark) {
+			return true
+		}
+	}
+	return false
+}
+
+// watchRotations makes the observer record CA rotations marked with mark.
+func (o *observer) watchRotations(mark string) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.rotationMark = mark
 }
 
 func (o *observer) secret(obj any) {

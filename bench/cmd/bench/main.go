@@ -33,7 +33,7 @@ func main() {
 	out := flag.String("out", "", "write the markdown results to this file (e.g. bench/results.md)")
 	operator := flag.String("operator", "", "the operator binary (default: built from the repository)")
 	anchor := flag.String("anchor", "", "the cert-controller anchor binary (default: built from bench/certcontroller)")
-	budget := flag.Duration("budget", 0, "time budget of the whole run (default 19m, smoke 5m)")
+	budget := flag.Duration("budget", 0, "time budget of the whole run (default 24m, smoke 5m)")
 	p1 := flag.Int("p1", 0, "override: installs per operator in P1")
 	p4 := flag.String("p4", "", "override: comma-separated P4 sizes (e.g. 100,300)")
 	p5Secrets := flag.Int("p5-secrets", 0, "override: foreign Secrets in P5")

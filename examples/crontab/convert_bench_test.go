@@ -1,4 +1,4 @@
-package conversion
+package crontab_test
 
 import (
 	"bytes"
@@ -15,10 +15,15 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	crconversion "sigs.k8s.io/controller-runtime/pkg/conversion"
 	crwebhook "sigs.k8s.io/controller-runtime/pkg/webhook/conversion"
+
+	"github.com/hookwright/hookwright/examples/crontab"
+	"github.com/hookwright/hookwright/pkg/conversion"
 )
 
-// The same CronTab as typed Go types, for controller-runtime's webhook,
-// which needs a runtime.Scheme with a Hub (v2) and a Convertible (v1).
+// The kit's side of the comparison is the shipped CronTab converter
+// (crontab.Converter), as the webhook binary serves it. Controller-runtime's
+// webhook needs typed Go types in a runtime.Scheme, with a Hub (v2) and a
+// Convertible (v1): below, the same CronTab and the same v1 <-> v2 mapping.
 
 type cronTabV1 struct {
 	metav1.TypeMeta   `json:",inline"`
@@ -69,7 +74,7 @@ func (*cronTabV2) Hub() {}
 
 func (in *cronTabV1) ConvertTo(hub crconversion.Hub) error {
 	dst := hub.(*cronTabV2)
-	parts := strings.Split(in.Spec.CronSpec, " ")
+	parts := strings.Fields(in.Spec.CronSpec)
 	if len(parts) != 5 {
 		return fmt.Errorf("invalid spec string, needs five parts: %q", in.Spec.CronSpec)
 	}
@@ -90,8 +95,8 @@ func (in *cronTabV1) ConvertFrom(hub crconversion.Hub) error {
 
 func controllerRuntimeHandler(b *testing.B) http.Handler {
 	scheme := runtime.NewScheme()
-	scheme.AddKnownTypeWithName(schema.GroupVersionKind{Group: group, Version: "v1", Kind: "CronTab"}, &cronTabV1{})
-	scheme.AddKnownTypeWithName(schema.GroupVersionKind{Group: group, Version: "v2", Kind: "CronTab"}, &cronTabV2{})
+	scheme.AddKnownTypeWithName(schema.GroupVersionKind{Group: crontab.Group, Version: "v1", Kind: crontab.Kind}, &cronTabV1{})
+	scheme.AddKnownTypeWithName(schema.GroupVersionKind{Group: crontab.Group, Version: "v2", Kind: crontab.Kind}, &cronTabV2{})
 	if ok, err := crwebhook.IsConvertible(scheme, &cronTabV1{}); !ok || err != nil {
 		b.Fatalf("CronTab is not convertible for controller-runtime: %v", err)
 	}
@@ -99,11 +104,12 @@ func controllerRuntimeHandler(b *testing.B) http.Handler {
 }
 
 // BenchmarkConvert serves identical v1 -> v2 reviews of 1 and 100 objects
-// with this kit and with controller-runtime's conversion webhook. Request
-// and response plumbing is minimal and shared, so the difference is the
-// handlers'.
+// with the kit (pkg/conversion serving the shipped converter) and with
+// controller-runtime's conversion webhook. Request and response plumbing
+// is minimal and shared, so the difference is the handlers'. make bench
+// runs it and reports the ratio (bench/runner/kitbench.go).
 func BenchmarkConvert(b *testing.B) {
-	withMetrics := NewWebhook(cronConverter())
+	withMetrics := conversion.NewWebhook(crontab.Converter())
 	if err := withMetrics.RegisterMetrics(prometheus.NewRegistry()); err != nil {
 		b.Fatal(err)
 	}
@@ -111,12 +117,12 @@ func BenchmarkConvert(b *testing.B) {
 		name string
 		h    http.Handler
 	}{
-		{"kit", NewWebhook(cronConverter())},
+		{"kit", conversion.NewWebhook(crontab.Converter())},
 		{"kit+metrics", withMetrics},
 		{"controller-runtime", controllerRuntimeHandler(b)},
 	}
 	for _, n := range []int{1, 100} {
-		body := reviewBody(b, reviewV1, "review-uid", v2, manyCronV1(n)...)
+		body := reviewBody(b, "review-uid", crontab.Group+"/v2", manyCronV1(n))
 		for _, tc := range handlers {
 			b.Run(fmt.Sprintf("objects=%d/%s", n, tc.name), func(b *testing.B) {
 				checkAnswer(b, tc.h, body, n)
@@ -172,4 +178,47 @@ func (w *discardWriter) Write(p []byte) (int, error) {
 		return w.body.Write(p)
 	}
 	return len(p), nil
+}
+
+// cronV1 is a stored v1 CronTab as the API server sends it.
+func cronV1(name, uid, cronSpec string) map[string]any {
+	return map[string]any{
+		"apiVersion": crontab.Group + "/v1",
+		"kind":       crontab.Kind,
+		"metadata": map[string]any{
+			"name":              name,
+			"namespace":         "default",
+			"uid":               uid,
+			"resourceVersion":   "4711",
+			"generation":        int64(3),
+			"creationTimestamp": "2026-01-02T03:04:05Z",
+			"labels":            map[string]any{"app": "cron"},
+			"annotations":       map[string]any{"team": "batch"},
+		},
+		"spec":   map[string]any{"cronSpec": cronSpec, "image": "busybox:1.36"},
+		"status": map[string]any{"lastScheduleTime": "2026-01-02T03:05:00Z", "active": int64(1)},
+	}
+}
+
+// manyCronV1 is n distinct v1 CronTabs.
+func manyCronV1(n int) []map[string]any {
+	objs := make([]map[string]any, n)
+	for i := range objs {
+		objs[i] = cronV1(fmt.Sprintf("cron-%03d", i), fmt.Sprintf("uid-%03d", i), fmt.Sprintf("%d * * * *", i%60))
+	}
+	return objs
+}
+
+// reviewBody is an apiextensions.k8s.io/v1 ConversionReview request.
+func reviewBody(b *testing.B, uid, desired string, objects []map[string]any) []byte {
+	b.Helper()
+	body, err := json.Marshal(map[string]any{
+		"apiVersion": "apiextensions.k8s.io/v1",
+		"kind":       "ConversionReview",
+		"request":    map[string]any{"uid": uid, "desiredAPIVersion": desired, "objects": objects},
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return body
 }

@@ -1,0 +1,161 @@
+package runner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	v1alpha1 "github.com/hookwright/hookwright/api/v1alpha1"
+)
+
+// stormGoal is how long the rotation storm may take.
+const stormGoal = 120 * time.Second
+
+// stormResult is the rotation storm's outcome.
+type stormResult struct {
+	Installs, Rotated int
+	Seconds           float64 // first request → last CA rotation seen Succeeded
+	P50, Max          float64 // request → rotation Succeeded per install
+	Sampled           int
+	Reads, Failed     int64
+	FirstFailure      string
+	Writes            int
+	Breakdown         string
+	Stopped           string
+}
+
+// storm rotates the CA of every install of P4's largest batch at once and
+// reads a sample of them continuously meanwhile. The CAs are made due in
+// the same second with the manual rotation annotation ("ca: <reason>"):
+// certificates issued minutes apart cannot come due together, and a manual
+// CA rotation runs the same ordered rotation as an expiring one (new CA
+// added to every caBundle, proven trusted, promoted, old CA pruned).
+func (b *bench) storm(ctx context.Context) error {
+	sizes := b.report.P4.Sizes
+	if len(sizes) == 0 {
+		return errors.New("no P4 batch to rotate")
+	}
+	last := sizes[len(sizes)-1]
+	n := last.N
+	nss := names(fmt.Sprintf("p4-%d-%%04d", n), n)
+	sample := nss[:min(b.sz.stormSample, n)]
+	b.logf("Rotation storm: %d installs, %d read continuously", n, len(sample))
+	for _, ns := range sample {
+		obj := probeObject(ns, crdKinds[0])
+		obj.SetGenerateName("")
+		obj.SetName("storm-read")
+		if err := b.c.Create(ctx, obj); err != nil {
+			return fmt.Errorf("creating the object read during the storm in %s: %w", ns, err)
+		}
+	}
+	res := &stormResult{Installs: n, Sampled: len(sample)}
+	b.report.Storm = res
+	readCtx, stopReads := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	var reads, failed atomic.Int64
+	var firstFailure sync.Once
+	for _, ns := range sample {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for readCtx.Err() == nil {
+				u := &unstructured.Unstructured{}
+				u.SetAPIVersion(groupOf(ns) + "/v2")
+				u.SetKind(crdKinds[0])
+				err := b.c.Get(readCtx, client.ObjectKey{Namespace: ns, Name: "storm-read"}, u)
+				if readCtx.Err() != nil {
+					return
+				}
+				reads.Add(1)
+				if err != nil {
+					failed.Add(1)
+					firstFailure.Do(func() { res.FirstFailure = fmt.Sprintf("%s: %v", ns, err) })
+				}
+				time.Sleep(50 * time.Millisecond)
+			}
+		}()
+	}
+	time.Sleep(2 * time.Second) // the readers run before the storm starts
+	mark := fmt.Sprintf("bench storm %d", time.Now().UnixNano())
+	b.observer.watchRotations(mark)
+	auditMark, err := b.audit.mark()
+	if err != nil {
+		stopReads()
+		return err
+	}
+	keys := make([]types.NamespacedName, n)
+	requested := make([]time.Time, n)
+	started := time.Now()
+	err = parallel(n, 16, func(i int) error {
+		keys[i] = types.NamespacedName{Namespace: nss[i], Name: installName}
+		whi := &v1alpha1.WebhookInstall{}
+		whi.Namespace, whi.Name = nss[i], installName
+		patch := client.RawPatch(types.MergePatchType, fmt.Appendf(nil, `{"metadata":{"annotations":{%q:"ca: %s"}}}`, v1alpha1.AnnotationRotate, mark))
+		requested[i] = time.Now()
+		return b.c.Patch(ctx, whi, patch)
+	})
+	if err == nil {
+		done, waitErr := b.observer.waitAll(ctx, b.observer.rotated, keys, started.Add(stormGoal+3*time.Minute))
+		res.Rotated = done
+		if waitErr != nil {
+			res.Stopped = waitErr.Error()
+		}
+	}
+	res.Seconds = time.Since(started).Seconds()
+	stopReads()
+	wg.Wait()
+	if err != nil {
+		return err
+	}
+	res.Reads, res.Failed = reads.Load(), failed.Load()
+	var perInstall []float64
+	var lastSeen time.Time
+	for i, k := range keys {
+		if at, ok := b.observer.get(b.observer.rotated, k); ok {
+			perInstall = append(perInstall, at.Sub(requested[i]).Seconds())
+			if at.After(lastSeen) {
+				lastSeen = at
+			}
+		}
+	}
+	if !lastSeen.IsZero() && res.Stopped == "" {
+		res.Seconds = lastSeen.Sub(started).Seconds()
+	}
+	res.P50, res.Max = percentile(perInstall, 50), percentile(perInstall, 100)
+	events, err := b.audit.waitQuiet(auditMark, operatorUser, 2*time.Second, 30*time.Second)
+	if err != nil {
+		return err
+	}
+	writes := writesOf(events)
+	res.Writes, res.Breakdown = len(writes), breakdown(writes)
+	b.report.setRow(Row{
+		ID: "Storm", Measure: fmt.Sprintf("Rotation storm: the CAs of %d installs due in the same second, ordered rotation to the end; failed reads on %d of them read continuously", n, len(sample)),
+		Goal:       fmt.Sprintf("all in ≤ %s; 0 failed", secs(stormGoal.Seconds())),
+		Hookwright: fmt.Sprintf("%d of %d in %s (per install p50 %s, max %s); %d of %d reads failed", res.Rotated, n, secs(res.Seconds), secs(res.P50), secs(res.Max), res.Failed, res.Reads),
+		Anchor:     "—",
+		Met:        metText(res.Rotated == n && res.Seconds <= stormGoal.Seconds() && res.Failed == 0),
+	})
+	b.logf("Rotation storm: %d/%d in %s, %d of %d reads failed, %d writes", res.Rotated, n, secs(res.Seconds), res.Failed, res.Reads, res.Writes)
+	return nil
+}
+
+func (r *stormResult) describe() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "**Rotation storm.** After P4, the manual rotation annotation (`operators.hookwright.dev/rotate: \"ca: ...\"`) is written on all %d installs of P4's largest batch at once (16 concurrent patches), so that every CA is due in the same second; the time runs from the first patch to the last install seen with that CA rotation Succeeded in status.rotations (new CA in every caBundle, proven trusted, promoted, old CA pruned). Meanwhile %d of the installs each have one object read at v2 (conversion through the webhook) every 50 ms: %d reads, %d failed", r.Installs, r.Sampled, r.Reads, r.Failed)
+	if r.FirstFailure != "" {
+		fmt.Fprintf(&b, " (first: %s)", r.FirstFailure)
+	}
+	fmt.Fprintf(&b, ". %d of %d rotated in %s; per install, request → Succeeded p50 %s, max %s. The operator's writes over the storm: %d (%.1f per install): %s.", r.Rotated, r.Installs, secs(r.Seconds), secs(r.P50), secs(r.Max), r.Writes, float64(r.Writes)/float64(max(r.Installs, 1)), r.Breakdown)
+	if r.Stopped != "" {
+		fmt.Fprintf(&b, " The wait stopped: %s.", r.Stopped)
+	}
+	return b.String()
+}
