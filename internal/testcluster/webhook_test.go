@@ -5,10 +5,12 @@ import (
 	"fmt"
 	"time"
 
+	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -57,6 +59,31 @@ func newWebhookFixture(ctx context.Context) *webhookFixture {
 
 	f.crd = testcluster.WidgetCRD(f.group, ns, f.service, f.ca.Pair.CertPEM)
 	createCRD(ctx, f.crd)
+	// A spec may break the conversion on purpose (a wrong caBundle, a
+	// Service without pods) while objects are stored. Left so, every list
+	// of that resource fails, and kube-controller-manager's garbage
+	// collector, which lists every resource, stops syncing: later specs'
+	// deletions then hang. So the working conversion is restored, and the
+	// CRD deleted with its objects, while the webhook still serves.
+	working := f.crd.Spec.Conversion.DeepCopy()
+	DeferCleanup(func(ctx SpecContext) {
+		crd := &apiextensionsv1.CustomResourceDefinition{}
+		Expect(cluster.Client.Get(ctx, client.ObjectKeyFromObject(f.crd), crd)).To(Succeed())
+		patch := client.MergeFrom(crd.DeepCopy())
+		crd.Spec.Conversion = working
+		Expect(cluster.Client.Patch(ctx, crd, patch)).To(Succeed())
+		Eventually(func() error { // a list at v2 converts every stored object
+			list := &unstructured.UnstructuredList{}
+			apiVersion, kind := f.gvk("v2")
+			list.SetAPIVersion(apiVersion)
+			list.SetKind(kind + "List")
+			return cluster.Client.List(ctx, list, client.InNamespace(f.ns))
+		}).Should(Succeed())
+		Expect(cluster.Client.Delete(ctx, crd)).To(Succeed())
+		Eventually(func() bool {
+			return apierrors.IsNotFound(cluster.Client.Get(ctx, client.ObjectKeyFromObject(crd), &apiextensionsv1.CustomResourceDefinition{}))
+		}, time.Minute).Should(BeTrue(), "CRD %s deleted with its objects", crd.Name)
+	})
 	return f
 }
 
