@@ -226,6 +226,7 @@ func (b *bench) anchorFromStart(ctx context.Context, ns string) (time.Duration, 
 	if err != nil {
 		return 0, failed, err
 	}
+	b.logf("P1 anchor %s: first conversion %s after cert-controller's start, %d failed before (last: %v)", ns, ms(converted.Sub(started).Seconds()), failed, probe.last)
 	return converted.Sub(started), failed, cc.alive()
 }
 

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
 	v1alpha1 "github.com/hookwright/hookwright/api/v1alpha1"
@@ -83,7 +84,9 @@ func (b *bench) p4Batch(ctx context.Context, n int, last bool) (*p4Size, error) 
 	t0 := time.Now()
 	if err := parallel(n, 16, func(i int) error {
 		keys[i] = types.NamespacedName{Namespace: nss[i], Name: installName}
-		return b.c.Create(ctx, webhookInstall(nss[i], crdNames(nss[i], 2), v1alpha1.CertificatePolicy{}))
+		// trustOverlap 0s changes nothing here; it lets the rotation storm
+		// (storm.go) run these installs' CA rotations to their end.
+		return b.c.Create(ctx, webhookInstall(nss[i], crdNames(nss[i], 2), v1alpha1.CertificatePolicy{TrustOverlap: &metav1.Duration{}}))
 	}); err != nil {
 		return nil, err
 	}

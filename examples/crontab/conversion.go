@@ -2,6 +2,7 @@ package crontab
 
 import (
 	"fmt"
+	"maps"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -32,8 +33,7 @@ func Converter() *conversion.Converter {
 }
 
 func v1ToV2(in *unstructured.Unstructured) (*unstructured.Unstructured, error) {
-	out := in.DeepCopy()
-	spec, _, _ := unstructured.NestedMap(out.Object, "spec")
+	out, spec := withOwnSpec(in)
 	if spec == nil {
 		return out, nil
 	}
@@ -52,14 +52,13 @@ func v1ToV2(in *unstructured.Unstructured) (*unstructured.Unstructured, error) {
 			annotations = map[string]string{}
 		}
 		annotations[annotationCronSpec] = cronSpec
-		out.SetAnnotations(annotations)
+		setAnnotations(out, annotations)
 	}
-	return out, unstructured.SetNestedMap(out.Object, spec, "spec")
+	return out, nil
 }
 
 func v2ToV1(in *unstructured.Unstructured) (*unstructured.Unstructured, error) {
-	out := in.DeepCopy()
-	spec, _, _ := unstructured.NestedMap(out.Object, "spec")
+	out, spec := withOwnSpec(in)
 	if spec == nil {
 		return out, nil
 	}
@@ -82,8 +81,32 @@ func v2ToV1(in *unstructured.Unstructured) (*unstructured.Unstructured, error) {
 		if len(annotations) == 0 {
 			annotations = nil // do not leave an empty map the original did not have
 		}
-		out.SetAnnotations(annotations)
+		setAnnotations(out, annotations)
 	}
 	spec["cronSpec"] = cronSpec
-	return out, unstructured.SetNestedMap(out.Object, spec, "spec")
+	return out, nil
+}
+
+// withOwnSpec copies in only where a conversion writes: the top-level map
+// and spec (returned, nil when in has none). Everything else (metadata,
+// status, fields the versions share) is shared with in, which is never
+// written: a deep copy of whole objects was most of the cost of a review.
+func withOwnSpec(in *unstructured.Unstructured) (*unstructured.Unstructured, map[string]any) {
+	out := &unstructured.Unstructured{Object: maps.Clone(in.Object)}
+	spec, _ := in.Object["spec"].(map[string]any)
+	if spec == nil {
+		return out, nil
+	}
+	spec = maps.Clone(spec)
+	out.Object["spec"] = spec
+	return out, spec
+}
+
+// setAnnotations sets out's annotations on a metadata map of its own:
+// withOwnSpec shares metadata with the object converted.
+func setAnnotations(out *unstructured.Unstructured, annotations map[string]string) {
+	if metadata, ok := out.Object["metadata"].(map[string]any); ok {
+		out.Object["metadata"] = maps.Clone(metadata)
+	}
+	out.SetAnnotations(annotations)
 }
