@@ -226,7 +226,8 @@ func (b *bench) anchorFromStart(ctx context.Context, ns string) (time.Duration, 
 	if err != nil {
 		return 0, failed, err
 	}
-	b.logf("P1 anchor %s: first conversion %s after cert-controller's start, %d failed before (last: %v)", ns, ms(converted.Sub(started).Seconds()), failed, probe.last)
+	b.logf("P1 anchor %s: first conversion %s after cert-controller's start, %d failed before (last: %v), slowest request %s", ns, ms(converted.Sub(started).Seconds()), failed, probe.last, ms(probe.slowest.Seconds()))
+	b.report.P1.CCSlowest = max(b.report.P1.CCSlowest, probe.slowest)
 	return converted.Sub(started), failed, cc.alive()
 }
 

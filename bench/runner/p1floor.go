@@ -125,6 +125,7 @@ type prober struct {
 	failed   int
 	success  time.Time
 	last     error
+	slowest  time.Duration // the longest request: the API server retries a webhook it cannot reach, holding the request
 	finished chan struct{}
 }
 
@@ -133,8 +134,10 @@ func (b *bench) startProber(ctx context.Context, ns, kind string) *prober {
 	go func() {
 		defer close(p.finished)
 		for {
+			sent := time.Now()
 			err := b.c.Create(ctx, probeObject(ns, kind), client.DryRunAll)
 			p.mu.Lock()
+			p.slowest = max(p.slowest, time.Since(sent))
 			if err == nil && p.success.IsZero() {
 				p.success = time.Now()
 			} else if err != nil {
