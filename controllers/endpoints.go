@@ -13,9 +13,9 @@ import (
 )
 
 // endpointsRetry is how soon a webhook whose Service lists no ready
-// endpoint yet is looked at again: the EndpointSlice controller follows
-// pod readiness within moments, and Hookwright does not watch slices.
-const endpointsRetry = 500 * time.Millisecond
+// endpoint yet is looked at again without an event. The slices are
+// watched (a slice turning ready wakes the install); this is the fallback.
+const endpointsRetry = 5 * time.Second
 
 // awaitReadyEndpoints stops the pipeline while a webhook Service that no
 // CRD or admission configuration points at yet lists no ready endpoint in
@@ -61,10 +61,12 @@ func (s *installState) firstUseOf(w desired.Webhook) bool {
 }
 
 // serviceHasReadyEndpoint: an EndpointSlice of the Service lists a ready
-// endpoint.
+// endpoint. The slices come from the cache (Hookwright's Services' slices
+// carry its label, see CacheOptions): a cache behind the API server can
+// only say "not yet" too long, never "ready" too early.
 func (r *WebhookInstallReconciler) serviceHasReadyEndpoint(ctx context.Context, namespace, service string) (bool, error) {
 	slices := &discoveryv1.EndpointSliceList{}
-	if err := r.APIReader.List(ctx, slices, client.InNamespace(namespace), client.MatchingLabels{discoveryv1.LabelServiceName: service}); err != nil {
+	if err := r.Client.List(ctx, slices, client.InNamespace(namespace), client.MatchingLabels{discoveryv1.LabelServiceName: service}); err != nil {
 		return false, err
 	}
 	for _, slice := range slices.Items {

@@ -47,7 +47,7 @@ func TestServiceHasReadyEndpoint(t *testing.T) {
 			for _, s := range tc.slices {
 				b = b.WithObjects(s)
 			}
-			r := &WebhookInstallReconciler{APIReader: b.Build()}
+			r := &WebhookInstallReconciler{Client: b.Build()}
 			got, err := r.serviceHasReadyEndpoint(context.Background(), "ns", "webhook-service")
 			if err != nil {
 				t.Fatal(err)

@@ -33,11 +33,13 @@ package controllers
 // +kubebuilder:rbac:groups="",resources=serviceaccounts,verbs=get;create;delete
 //
 // EndpointSlices: before a CRD or admission configuration is first pointed
-// at a webhook Service, Hookwright lists that Service's slices (live, by
-// the kubernetes.io/service-name label) until one lists a ready endpoint:
-// an available Deployment alone does not mean the API server can reach it
-// (endpoints.go).
-// +kubebuilder:rbac:groups=discovery.k8s.io,resources=endpointslices,verbs=list
+// at a webhook Service, Hookwright waits until one of that Service's slices
+// lists a ready endpoint: an available Deployment alone does not mean the
+// API server can reach it (endpoints.go). It watches only the slices of its
+// own Services (the EndpointSlice controller copies a Service's labels to
+// its slices, Hookwright's managed-by label included), so a slice turning
+// ready wakes the install at once.
+// +kubebuilder:rbac:groups=discovery.k8s.io,resources=endpointslices,verbs=list;watch
 //
 // Namespaces: a deleted install reads its own namespace (get, live, once
 // per pass while it finalizes): when the namespace itself is being

@@ -7,6 +7,7 @@ import (
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -48,6 +49,9 @@ func CacheOptions() cache.Options {
 		&appsv1.Deployment{}: {Label: ours},
 		&corev1.Service{}:    {Label: ours},
 		&corev1.Secret{}:     {Label: ours},
+		// The slices of Hookwright's Services: the EndpointSlice controller
+		// copies a Service's labels to its slices.
+		&discoveryv1.EndpointSlice{}: {Label: ours},
 		// The installs' admission configurations; anyone else's are read
 		// live, by name, only when an install needs that name.
 		&admissionregistrationv1.ValidatingWebhookConfiguration{}: {Label: ours},
@@ -96,6 +100,9 @@ func (r *WebhookInstallReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		// the owner annotation names the install (drift wakes it).
 		Watches(&admissionregistrationv1.ValidatingWebhookConfiguration{}, handler.EnqueueRequestsFromMapFunc(ownerInstall)).
 		Watches(&admissionregistrationv1.MutatingWebhookConfiguration{}, handler.EnqueueRequestsFromMapFunc(ownerInstall)).
+		// A webhook Service's slice turning ready lets its CRDs be pointed
+		// at it (endpoints.go); the slice carries the install's label.
+		Watches(&discoveryv1.EndpointSlice{}, handler.EnqueueRequestsFromMapFunc(labelledInstall)).
 		Complete(r)
 }
 
@@ -124,6 +131,16 @@ func ownerInstall(_ context.Context, obj client.Object) []reconcile.Request {
 		return nil
 	}
 	return []reconcile.Request{{NamespacedName: client.ObjectKey{Namespace: ns, Name: name}}}
+}
+
+// labelledInstall maps an object to the install its label names, in its
+// namespace.
+func labelledInstall(_ context.Context, obj client.Object) []reconcile.Request {
+	name := obj.GetLabels()[desired.LabelInstall]
+	if name == "" {
+		return nil
+	}
+	return []reconcile.Request{{NamespacedName: client.ObjectKey{Namespace: obj.GetNamespace(), Name: name}}}
 }
 
 // replacedInstall maps an install to the one its spec.replaces names.
