@@ -63,8 +63,10 @@ var _ = Describe("A steady install", func() {
 })
 
 // expectTransitionEventsOnly holds a converged install's Events to the
-// transitions a person needs: the phase changes (note "<Phase>: ...") and
-// the certificates issued. A step (claim, apply, CRD write) records none.
+// transitions a person needs: the phase changes (note "<Phase>: ..."), the
+// certificates issued, and a ServiceAccount created on the author's behalf
+// (an identity an admin audits). A step (claim, apply, CRD write) records
+// none.
 func expectTransitionEventsOnly(ctx context.Context, ns, install string) {
 	var events eventsv1.EventList
 	Expect(k8s.List(ctx, &events, client.InNamespace(ns))).To(Succeed())
@@ -76,7 +78,8 @@ func expectTransitionEventsOnly(ctx context.Context, ns, install string) {
 		}
 		reasons = append(reasons, e.Reason)
 		rotation := strings.HasSuffix(e.Reason, "RotationStarted") || strings.HasSuffix(e.Reason, "RotationCompleted")
-		Expect(rotation || phaseNote.MatchString(e.Note)).To(BeTrue(), "Event %s (%q) is not a transition", e.Reason, e.Note)
+		identity := e.Reason == "CreatedServiceAccount"
+		Expect(rotation || identity || phaseNote.MatchString(e.Note)).To(BeTrue(), "Event %s (%q) is not a transition", e.Reason, e.Note)
 	}
 	Expect(reasons).To(ContainElement(v1alpha1.ReasonSucceeded))
 }
