@@ -46,7 +46,7 @@ var managerClusterPermissions = []string{
 	"core/secrets: create,delete,get,list,patch,watch",
 	"core/serviceaccounts: create,delete,get",
 	"core/services: create,delete,get,list,patch,watch",
-	"discovery.k8s.io/endpointslices: list",
+	"discovery.k8s.io/endpointslices: list,watch",
 	"events.k8s.io/events: create,patch",
 	"operators.hookwright.dev/trustprobes: create",
 	"operators.hookwright.dev/webhookinstalls/finalizers: update",
