@@ -12,14 +12,20 @@ import (
 // which no one acts on: one write and one Event less per install.
 //
 // Only a pass with nothing else to record defers: no certificate issued,
-// no rotation or migration started, no manual request handled, no error.
-// Everything else the status says is recomputed by the next pass from the
-// cluster, so a crash in between loses nothing.
+// no rotation or migration started, no manual request handled, no drift
+// restored, no error. Everything else the status says is recomputed by the
+// next pass from the cluster, so a crash in between loses nothing. A drift
+// restore is not: its fight counter is carried from the old status alone.
+// And only a first convergence (Pending or Installing) defers: an install
+// that says Failed or Succeeded says so until this pass's status replaces it.
 func deferStatusToVerification(s *installState, stepErr error, old, next v1alpha1.WebhookInstallStatus) bool {
-	if stepErr != nil || old.Phase == v1alpha1.PhaseSucceeded || next.Phase != v1alpha1.PhaseInstalling {
+	if stepErr != nil || next.Phase != v1alpha1.PhaseInstalling {
 		return false
 	}
-	if s.issuedCerts || len(s.rotations) > 0 || len(s.migrations) > 0 || s.handledRequest != "" {
+	if old.Phase != "" && old.Phase != v1alpha1.PhasePending && old.Phase != v1alpha1.PhaseInstalling {
+		return false
+	}
+	if s.issuedCerts || len(s.rotations) > 0 || len(s.migrations) > 0 || s.handledRequest != "" || restoredDrift(s) {
 		return false
 	}
 	if old.ObservedGeneration != next.ObservedGeneration {
@@ -38,6 +44,22 @@ func writtenThisPass(s *installState) bool {
 	}
 	for _, a := range s.admission {
 		if a.written {
+			return true
+		}
+	}
+	return false
+}
+
+// restoredDrift: this pass restored a CRD's conversion or an admission
+// webhook that another field manager had rewritten.
+func restoredDrift(s *installState) bool {
+	for _, c := range s.crds {
+		if c.driftManager != "" {
+			return true
+		}
+	}
+	for _, a := range s.admission {
+		if a.driftManager != "" {
 			return true
 		}
 	}

@@ -39,6 +39,15 @@ func TestDeferStatusToVerification(t *testing.T) {
 			return s
 		}, nil, installing, installing, false},
 		{"a manual request handled", func() *installState { s := pointed(); s.handledRequest = "ca: leak"; return s }, nil, installing, installing, false},
+		{"a conversion drift restored: its fight counter lives only in the status", func() *installState {
+			s := pointed()
+			s.crds[1].driftManager = "argocd-controller"
+			return s
+		}, nil, installing, installing, false},
+		{"an admission drift restored", func() *installState {
+			return &installState{admission: []*admissionState{{written: true, driftManager: "flux"}}}
+		}, nil, installing, installing, false},
+		{"recovering from Failed: the status says Failed until written", pointed, nil, failed, installing, false},
 		{"a new generation observed", pointed, nil, installing, v1alpha1.WebhookInstallStatus{Phase: v1alpha1.PhaseInstalling, ObservedGeneration: 2}, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
