@@ -3,6 +3,7 @@ package controllers
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sync/atomic"
 	"time"
@@ -85,10 +86,23 @@ func (r *WebhookInstallReconciler) migratePage(ctx context.Context, s *installSt
 	first := m.Continue == ""
 	if err := r.APIReader.List(ctx, list, client.Limit(opts.PageSize), client.Continue(m.Continue)); err != nil {
 		switch {
+		case (apierrors.IsResourceExpired(err) || apierrors.IsGone(err)) && inconsistentContinue(err) != "":
+			// The snapshot was compacted away (the API server compacts
+			// etcd every 5 minutes by default), and the API server offers
+			// to go on past the last object listed at its newest snapshot.
+			// Nothing is skipped: an object that existed when the
+			// migration began and still exists is either before that key
+			// (rewritten already) or after it (listed now); one created or
+			// written since is in the storage version already. Starting
+			// over instead would redo every object done, and a listing
+			// longer than the compaction interval would never end.
+			m.Continue = inconsistentContinue(err)
+			m.Message = fmt.Sprintf("the listing's snapshot expired after %d objects; going on from the last object listed, at the newest snapshot", m.Migrated)
+			return false, nil
 		case apierrors.IsResourceExpired(err) || apierrors.IsGone(err):
-			// The snapshot was compacted away: list again from a new one.
-			// Objects rewritten already are rewritten again (a no-op);
-			// none is skipped.
+			// The snapshot was compacted away and no way on was offered:
+			// list again from a new one. Objects rewritten already are
+			// rewritten again (a no-op); none is skipped.
 			m.Continue = ""
 			m.Restarts++
 			m.Message = fmt.Sprintf("the listing's snapshot expired after %d objects; listing again from the start", m.Migrated)
@@ -164,6 +178,18 @@ func (r *WebhookInstallReconciler) migratePage(ctx context.Context, s *installSt
 	m.Continue = list.GetContinue()
 	m.Message = fmt.Sprintf("%d of about %d objects rewritten in %s", m.Migrated, max(m.Total, m.Migrated), m.To)
 	return m.Continue == "", nil
+}
+
+// inconsistentContinue is the continue token a 410 answer to a paginated
+// list carries when the API server can go on past the expired snapshot
+// (k8s.io/apiserver's etcd3 store: "use the continue token in this
+// response to retrieve the remainder of the results"), or "".
+func inconsistentContinue(err error) string {
+	var status apierrors.APIStatus
+	if !errors.As(err, &status) {
+		return ""
+	}
+	return status.Status().ListMeta.Continue
 }
 
 // rewrite stores obj again, unchanged, in the storage version.

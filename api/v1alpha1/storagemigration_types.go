@@ -141,7 +141,8 @@ type StorageMigrationStatus struct {
 	// +optional
 	Continue string `json:"continue,omitempty"`
 	// Restarts counts the times the listing started over: the API server
-	// had compacted away the snapshot its continue token named, or a
+	// had compacted away the snapshot its continue token named and offered
+	// no token to go on past it, or a
 	// listing that failed on an object is retried (the snapshot would
 	// still hold the object as it was).
 	// +optional
