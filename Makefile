@@ -64,8 +64,9 @@ test: ## Build the control plane and tools if needed, check generated files, the
 	go vet ./...
 	@# The race step runs beside the others, its output kept apart and
 	@# printed after theirs: its instrumented build fills the cores the
-	@# suites leave idle while they wait on their API servers (measured:
-	@# 35-40% idle with two suites at a time), and so does -p 4.
+	@# suites leave idle while they wait on their API servers (measured: a
+	@# quarter of the 2 cores idle while the suites ran two at a time, warm
+	@# caches), and so does -p 4. A cold run is CPU-bound throughout.
 	@mkdir -p bin; \
 	CGO_ENABLED=1 go test -race $(RACE_PACKAGES) -count=1 -timeout 45m -v > bin/race-test.log 2>&1 & race=$$!; \
 	echo "go test -race $(RACE_PACKAGES) (beside the others; its output follows theirs)"; \
