@@ -23,9 +23,9 @@ import (
 // API server does not trust what a webhook Service's pods serve under a
 // given caBundle, without changing the caBundle any reader uses.
 //
-// Hookwright ships a CRD of its own, trustprobes.operators.hookwright.dev
-// (config/crd), that no one reads. To probe, it points that CRD's
-// conversion at the webhook Service (same port and path as the install's
+// Hookwright ships CRDs of its own, trustprobes.operators.hookwright.dev
+// and three like it (config/crd, probe_pool.go), that no one reads. To
+// probe, it points one CRD's conversion at the webhook Service (same port and path as the install's
 // CRDs) with the caBundle to test, and dry-run creates a TrustProbe at a
 // version that is not the storage version: the API server converts it
 // through the webhook, verifying the pod's serving chain against that
@@ -51,9 +51,11 @@ import (
 // several API servers behind a load balancer the proof holds for the one
 // that answered; the settle time (rotation.SettleTime) stays as a floor.
 //
-// Probes share the CRD, so they run one at a time (one per process: only
-// the leader reconciles). RBAC: patch on CRDs (as for the install's CRDs)
-// and create on trustprobes (rbac.go).
+// A probe holds its CRD until it ends, so probes run one at a time on each
+// CRD of the pool, as many at once as it has CRDs (one process probes:
+// only the leader reconciles). The barrier holds for each: every probe CRD
+// is loaded through the same watch. RBAC: patch on CRDs (as for the
+// install's CRDs) and create on each probe resource (rbac.go).
 //
 // Admission configurations (admission_probe.go). The API server loads
 // ValidatingWebhookConfigurations and MutatingWebhookConfigurations
@@ -90,9 +92,10 @@ import (
 // resources (the probe's, as the install's) and create on trustprobes.
 
 const (
-	trustProbeCRD        = "trustprobes.operators.hookwright.dev"
-	trustProbeAPIVersion = "operators.hookwright.dev/v2" // served, not stored: creating at it converts
-	trustProbeKind       = "TrustProbe"
+	trustProbeGroup = "operators.hookwright.dev"
+	// trustProbeKind is the admission probes' resource (admission_probe.go):
+	// the first CRD of the pool, at its storage version.
+	trustProbeKind = "TrustProbe"
 	// trustProbeIdleService names no Service in Hookwright's namespace; a
 	// conversion through it fails naming it, before any network call.
 	trustProbeIdleService = "hookwright-trust-probe-idle"
@@ -104,17 +107,14 @@ const (
 	trustProbeCallTimeout = 10 * time.Second
 )
 
-// trustProbeSlot serializes probes: they share the probe CRD.
-var trustProbeSlot = newProbeSlot()
+// trustProbes hands out the probe CRDs (probe_pool.go): one probe at a
+// time on each.
+var trustProbes = newProbePool(trustProbeCRDs)
 
-// probeSlot lets one probe run at a time. A pass waits for it at most
-// probeSlotWait, then comes back later: a worker never sits behind a
-// queue of probes (each may take seconds against a webhook that hangs)
-// while other installs' events wait for a worker.
+// probeSlot lets one probe run at a time (the admission probes share one
+// configuration per kind). A pass waits for it at most probeSlotWait, then
+// comes back later.
 type probeSlot chan struct{}
-
-// probeSlotWait bounds the wait for a probe slot.
-const probeSlotWait = 2 * time.Second
 
 func newProbeSlot() probeSlot { return make(probeSlot, 1) }
 
@@ -200,54 +200,67 @@ func (r *WebhookInstallReconciler) idleProbe() probeTarget {
 }
 
 // probeTrust makes the API server call the webhook of target with
-// target's caBundle, through the probe CRD, and says what it found.
+// target's caBundle, through a probe CRD of the pool, and says what it
+// found. A probe CRD found missing is held out of the pool and the next
+// one is tried.
 func (r *WebhookInstallReconciler) probeTrust(ctx context.Context, target probeTarget) trustResult {
-	release, busy := trustProbeSlot.acquire(ctx)
-	if busy != nil {
-		return *busy
-	}
-	defer release()
-	idle := r.idleProbe()
-
-	crd := &apiextensionsv1.CustomResourceDefinition{}
-	if err := r.APIReader.Get(ctx, client.ObjectKey{Name: trustProbeCRD}, crd); err != nil {
-		if apierrors.IsNotFound(err) {
-			return trustResult{trustUnavailable, "CRD " + trustProbeCRD + " is not installed (it ships in config/crd and the bundle)"}
+	for {
+		crd, release, busy := trustProbes.acquire(ctx)
+		if busy != nil {
+			return *busy
 		}
-		return trustResult{trustInconclusive, fmt.Sprintf("reading CRD %s: %v", trustProbeCRD, err)}
+		res, missing := r.probeTrustOn(ctx, crd, target)
+		if !missing {
+			release()
+			return res
+		}
+		trustProbes.holdOut(crd, probeCRDRecheck)
+	}
+}
+
+// probeTrustOn probes target through probe CRD pc; missing: pc is not
+// installed.
+func (r *WebhookInstallReconciler) probeTrustOn(ctx context.Context, pc probeCRD, target probeTarget) (res trustResult, missing bool) {
+	idle := r.idleProbe()
+	crd := &apiextensionsv1.CustomResourceDefinition{}
+	if err := r.APIReader.Get(ctx, client.ObjectKey{Name: pc.name}, crd); err != nil {
+		if apierrors.IsNotFound(err) {
+			return trustResult{trustUnavailable, "CRD " + pc.name + " is not installed (it ships in config/crd and the bundle)"}, true
+		}
+		return trustResult{trustInconclusive, fmt.Sprintf("reading CRD %s: %v", pc.name, err)}, false
 	}
 	if !conversionEqual(crd.Spec.Conversion, idle.conversion) {
-		if _, res, ok := r.writeProbe(ctx, idle); !ok {
-			return res
+		if _, res, ok := r.writeProbe(ctx, pc, idle); !ok {
+			return res, false
 		}
 	}
 	// Until the API server answers through idle, an answer may come from
 	// an earlier probe of any Service.
-	if res, o := r.awaitProbe(ctx, idle, func(o probeOutcome) bool { return o.host == idle.host }); o == nil {
-		return res
+	if res, o := r.awaitProbe(ctx, pc, idle, func(o probeOutcome) bool { return o.host == idle.host }); o == nil {
+		return res, false
 	}
-	written, res, ok := r.writeProbe(ctx, target)
+	written, res, ok := r.writeProbe(ctx, pc, target)
 	if !ok {
-		return res
+		return res, false
 	}
-	res, o := r.awaitProbe(ctx, idle, func(o probeOutcome) bool { return o.host != idle.host && (o.answered || o.host == target.host) })
+	res, o := r.awaitProbe(ctx, pc, idle, func(o probeOutcome) bool { return o.host != idle.host && (o.answered || o.host == target.host) })
 	if o == nil {
-		return res
+		return res, false
 	}
 	// A write by someone else in between would make the answer nobody's.
-	if err := r.APIReader.Get(ctx, client.ObjectKey{Name: trustProbeCRD}, crd); err != nil {
-		return trustResult{trustInconclusive, fmt.Sprintf("reading CRD %s: %v", trustProbeCRD, err)}
+	if err := r.APIReader.Get(ctx, client.ObjectKey{Name: pc.name}, crd); err != nil {
+		return trustResult{trustInconclusive, fmt.Sprintf("reading CRD %s: %v", pc.name, err)}, false
 	}
 	if crd.ResourceVersion != written {
-		return trustResult{trustInconclusive, "CRD " + trustProbeCRD + " changed during the probe"}
+		return trustResult{trustInconclusive, "CRD " + pc.name + " changed during the probe"}, false
 	}
-	return o.result()
+	return o.result(), false
 }
 
 // writeProbe applies target as the probe CRD's conversion and returns the
 // CRD's new resourceVersion.
-func (r *WebhookInstallReconciler) writeProbe(ctx context.Context, target probeTarget) (string, trustResult, bool) {
-	obj := conversionApplyObject(trustProbeCRD, target.conversion)
+func (r *WebhookInstallReconciler) writeProbe(ctx context.Context, pc probeCRD, target probeTarget) (string, trustResult, bool) {
+	obj := conversionApplyObject(pc.name, target.conversion)
 	if err := r.apply(ctx, obj); err != nil {
 		if apierrors.IsForbidden(err) || apierrors.IsNotFound(err) {
 			return "", trustResult{trustUnavailable, err.Error()}, false
@@ -259,11 +272,11 @@ func (r *WebhookInstallReconciler) writeProbe(ctx context.Context, target probeT
 
 // awaitProbe dry-runs TrustProbes until want holds for what the API server
 // answered (o non-nil), or says why it gave up (o nil).
-func (r *WebhookInstallReconciler) awaitProbe(ctx context.Context, idle probeTarget, want func(probeOutcome) bool) (trustResult, *probeOutcome) {
+func (r *WebhookInstallReconciler) awaitProbe(ctx context.Context, pc probeCRD, idle probeTarget, want func(probeOutcome) bool) (trustResult, *probeOutcome) {
 	deadline := time.Now().Add(trustProbeLoadTimeout)
 	pause := 5 * time.Millisecond
 	for {
-		o := classifyProbe(r.dryRunProbe(ctx), idle.host)
+		o := classifyProbe(r.dryRunProbe(ctx, pc), idle.host)
 		switch {
 		case o.final:
 			return o.result(), nil
@@ -281,10 +294,10 @@ func (r *WebhookInstallReconciler) awaitProbe(ctx context.Context, idle probeTar
 	}
 }
 
-func (r *WebhookInstallReconciler) dryRunProbe(ctx context.Context) error {
+func (r *WebhookInstallReconciler) dryRunProbe(ctx context.Context, pc probeCRD) error {
 	obj := &unstructured.Unstructured{}
-	obj.SetAPIVersion(trustProbeAPIVersion)
-	obj.SetKind(trustProbeKind)
+	obj.SetAPIVersion(pc.apiVersion())
+	obj.SetKind(pc.kind)
 	obj.SetGenerateName("hookwright-")
 	ctx, cancel := context.WithTimeout(ctx, trustProbeCallTimeout)
 	defer cancel()

@@ -409,7 +409,7 @@ const (
 )
 
 func ownedCRDs() []operatorsv1alpha1.CRDDescription {
-	return []operatorsv1alpha1.CRDDescription{{
+	return append([]operatorsv1alpha1.CRDDescription{{
 		Name:        "webhookinstalls.operators.hookwright.dev",
 		Version:     "v1alpha1",
 		Kind:        "WebhookInstall",
@@ -456,7 +456,24 @@ func ownedCRDs() []operatorsv1alpha1.CRDDescription {
 		Kind:        "TrustProbe",
 		DisplayName: "Trust Probe",
 		Description: "Hookwright's own probe of a webhook's serving chain during a CA rotation: its conversion is pointed at a webhook with a caBundle to test, and TrustProbes are only ever dry-run created. Nothing is stored; create none.",
-	}}
+	}}, trustProbePool()...)
+}
+
+// trustProbePool describes the other CRDs of the trust probe pool
+// (controllers/probe_pool.go): like trustprobes, so that four CA rotations
+// are proven at once.
+func trustProbePool() []operatorsv1alpha1.CRDDescription {
+	var pool []operatorsv1alpha1.CRDDescription
+	for _, n := range []string{"2", "3", "4"} {
+		pool = append(pool, operatorsv1alpha1.CRDDescription{
+			Name:        "trustprobes" + n + ".operators.hookwright.dev",
+			Version:     "v1",
+			Kind:        "TrustProbe" + n,
+			DisplayName: "Trust Probe " + n,
+			Description: "Like TrustProbe: one of the four probe CRDs, so that four CA rotations are proven at once. Nothing is stored; create none.",
+		})
+	}
+	return pool
 }
 
 // toCleanMap renders obj as JSON and drops what the Go types write but a

@@ -49,6 +49,9 @@ var managerClusterPermissions = []string{
 	"discovery.k8s.io/endpointslices: list,watch",
 	"events.k8s.io/events: create,patch",
 	"operators.hookwright.dev/trustprobes: create",
+	"operators.hookwright.dev/trustprobes2: create",
+	"operators.hookwright.dev/trustprobes3: create",
+	"operators.hookwright.dev/trustprobes4: create",
 	"operators.hookwright.dev/webhookinstalls/finalizers: update",
 	"operators.hookwright.dev/webhookinstalls/status: update",
 	"operators.hookwright.dev/webhookinstalls: get,list,patch,watch",
@@ -121,7 +124,10 @@ var _ = Describe("config/default", func() {
 		Expect(refs(objs)).To(ConsistOf(
 			"Namespace /"+namespace,
 			"CustomResourceDefinition /webhookinstalls.operators.hookwright.dev",
-			"CustomResourceDefinition /trustprobes.operators.hookwright.dev", // the CA rotation's trust probe (controllers/trustprobe.go)
+			"CustomResourceDefinition /trustprobes.operators.hookwright.dev", // the CA rotation's trust probe pool (controllers/probe_pool.go)
+			"CustomResourceDefinition /trustprobes2.operators.hookwright.dev",
+			"CustomResourceDefinition /trustprobes3.operators.hookwright.dev",
+			"CustomResourceDefinition /trustprobes4.operators.hookwright.dev",
 			"ValidatingAdmissionPolicy /hookwright-install-authority",
 			"ValidatingAdmissionPolicyBinding /hookwright-install-authority",
 			"ClusterRole /hookwright-metrics-reader",

@@ -1,0 +1,106 @@
+package controllers_test
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	v1alpha1 "github.com/hookwright/hookwright/api/v1alpha1"
+	"github.com/hookwright/hookwright/internal/testcluster"
+)
+
+// probeGathering holds each TrustProbe conversion review until want of
+// them are in flight at once (or a while has passed), until that happened
+// once, and records the most it saw: a probe holds its probe CRD until its
+// reviews are answered, so probes run at once only on different CRDs.
+type probeGathering struct {
+	want           int
+	mu             sync.Mutex
+	inFlight, most int
+	gathered       chan struct{} // closed once want were in flight at once
+}
+
+func (g *probeGathering) wrap(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		if !bytes.Contains(body, []byte(`"kind":"TrustProbe`)) {
+			next.ServeHTTP(w, r)
+			return
+		}
+		g.mu.Lock()
+		g.inFlight++
+		if g.most < g.want && g.inFlight == g.want {
+			close(g.gathered)
+		}
+		g.most = max(g.most, g.inFlight)
+		g.mu.Unlock()
+		select {
+		case <-g.gathered:
+		case <-time.After(3 * time.Second): // a dry run makes two reviews, both within the probe's 10 s timeout
+		}
+		next.ServeHTTP(w, r)
+		g.mu.Lock()
+		g.inFlight--
+		g.mu.Unlock()
+	})
+}
+
+var _ = Describe("CA rotations of several installs at once", func() {
+	It("are proven at once, one probe CRD each, instead of one after the other", func(ctx context.Context) {
+		const installs = 4 // the probe CRDs, and the operator's reconcile workers
+		gathering := &probeGathering{want: installs, gathered: make(chan struct{})}
+		var namespaces []string
+		for range installs {
+			ns, _, crdName := widgetNamespace(ctx)
+			cluster.Kubelet.Serve(ns, "widget-webhook", testcluster.HandlerHost{Handler: gathering.wrap(&testcluster.WidgetConverter{})})
+			install := newInstall(ns, "widgets", "widget-webhook", crdName)
+			install.Spec.Certificates.TrustOverlap = &metav1.Duration{Duration: time.Second} // the rotation ends soon after promotion
+			Expect(k8s.Create(ctx, install)).To(Succeed())
+			namespaces = append(namespaces, ns)
+		}
+		for _, ns := range namespaces {
+			eventuallyPhase(ctx, ns, "widgets", v1alpha1.PhaseSucceeded, v1alpha1.ReasonSucceeded)
+		}
+		_, auditFrom := managerWrites(0)
+
+		request := "ca: four at once"
+		for _, ns := range namespaces {
+			requestRotation(ctx, ns, request)
+		}
+		for _, ns := range namespaces {
+			Eventually(func(g Gomega) {
+				whi := installIn(ctx, g, ns, "widgets")
+				g.Expect(whi.Status.HandledRotationRequest).To(Equal(request))
+				for _, rec := range whi.Status.Rotations {
+					g.Expect(rec.Outcome).To(Equal(v1alpha1.RotationSucceeded), "%s: %+v; %s", ns, rec, condition(whi, v1alpha1.TypeCertificatesReady).Message)
+				}
+			}, 2*time.Minute, 200*time.Millisecond).Should(Succeed())
+		}
+
+		events, _, err := cluster.AuditEvents(auditFrom)
+		Expect(err).NotTo(HaveOccurred())
+		probed := map[string]int{}
+		for _, e := range events {
+			if e.User.Username == managerUser && e.Verb == "create" && strings.HasPrefix(e.ObjectRef.Resource, "trustprobes") && strings.Contains(e.RequestURI, "dryRun=All") {
+				probed[e.ObjectRef.Resource]++
+			}
+		}
+		gathering.mu.Lock()
+		most := gathering.most
+		gathering.mu.Unlock()
+		report := fmt.Sprintf("%d CA rotations: at most %d trust probe reviews in flight at once; dry runs per probe CRD %v", installs, most, probed)
+		AddReportEntry("concurrent trust probes", report, ReportEntryVisibilityAlways)
+		Expect(most).To(Equal(installs), report)
+		Expect(probed).To(HaveLen(installs), "every probe CRD of the pool held a probe: %s", report)
+	})
+})
