@@ -48,10 +48,10 @@ var managerClusterPermissions = []string{
 	"core/services: create,delete,get,list,patch,watch",
 	"discovery.k8s.io/endpointslices: list,watch",
 	"events.k8s.io/events: create,patch",
-	"operators.hookwright.dev/trustprobes: create",
-	"operators.hookwright.dev/trustprobes2: create",
+	"operators.hookwright.dev/trustprobes2: create", // sorted: '2' before ':'
 	"operators.hookwright.dev/trustprobes3: create",
 	"operators.hookwright.dev/trustprobes4: create",
+	"operators.hookwright.dev/trustprobes: create",
 	"operators.hookwright.dev/webhookinstalls/finalizers: update",
 	"operators.hookwright.dev/webhookinstalls/status: update",
 	"operators.hookwright.dev/webhookinstalls: get,list,patch,watch",
