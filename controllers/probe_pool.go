@@ -101,15 +101,11 @@ func (p *probePool) release(i int) {
 // holdOut releases a CRD found missing and keeps it out of the pool for
 // the given time.
 func (p *probePool) holdOut(crd probeCRD, d time.Duration) {
-	p.mu.Lock()
 	for i, c := range p.crds {
 		if c == crd {
+			p.mu.Lock()
 			p.outUntil[i] = time.Now().Add(d)
-		}
-	}
-	p.mu.Unlock()
-	for i, c := range p.crds {
-		if c == crd {
+			p.mu.Unlock()
 			p.release(i)
 		}
 	}
