@@ -89,12 +89,11 @@ func TestProbePoolHoldsOutMissingCRDs(t *testing.T) {
 	ctx := context.Background()
 	crd, _, _ := pool.acquire(ctx)
 	pool.holdOut(crd, time.Hour)
-	next, release, busy := pool.acquire(ctx)
+	next, _, busy := pool.acquire(ctx) // holdOut releases it
 	if busy != nil || next != trustProbeCRDs[1] {
 		t.Fatalf("acquire with %s held out = %v, %v; want %s", crd.name, next, busy, trustProbeCRDs[1].name)
 	}
 	pool.holdOut(next, 100*time.Millisecond)
-	_ = release
 	start := time.Now()
 	_, _, busy = pool.acquire(ctx)
 	if busy == nil || busy.verdict != trustUnavailable || !strings.Contains(busy.message, trustProbeCRDs[1].name) {
