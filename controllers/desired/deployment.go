@@ -24,7 +24,8 @@ type Serving struct {
 // serving Secret into every container at ServingCertDir (tls.crt, tls.key)
 // and APIServerCertDir (apiserver.crt, apiserver.key), replacing any mount
 // the author put there, and stamps the certificate fingerprint on the pod
-// template so that a new certificate rolls the pods. An unset rollout
+// template so that a new certificate rolls the pods, whose containers
+// keep serving DrainSeconds after they are told to stop. An unset rollout
 // strategy becomes a surge rollout that never drops below the wanted
 // replicas: a conversion webhook must always answer.
 func Deployment(install *v1alpha1.WebhookInstall, spec operatorsv1alpha1.StrategyDeploymentSpec, serving *Serving) *appsv1.Deployment {
@@ -50,6 +51,7 @@ func Deployment(install *v1alpha1.WebhookInstall, spec operatorsv1alpha1.Strateg
 		pod.Annotations = map[string]string{}
 	}
 	pod.Annotations[AnnotationServingCert] = serving.Fingerprint
+	withDrain(&pod.Spec)
 	keyMode := KeyFileMode(pod.Spec)
 	pod.Spec.Volumes = append(withoutVolumes(pod.Spec.Volumes, servingVolume, apiserverVolume),
 		secretVolume(servingVolume, serving.SecretName, corev1.TLSCertKey, corev1.TLSPrivateKeyKey, keyMode),

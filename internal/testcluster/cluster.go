@@ -61,6 +61,7 @@ type Cluster struct {
 	env               *envtest.Environment
 	controllerManager *controllerManager
 	proxy             *connectProxy
+	network           *network
 	apiLog            *os.File
 	stopInformers     context.CancelFunc
 }
@@ -152,6 +153,7 @@ func Start(opts Options) (_ *Cluster, retErr error) {
 		return nil, err
 	}
 	net := newNetwork(informers)
+	c.network = net
 	c.proxy.route(net.resolve)
 	c.Kubelet = newKubelet(c.Client, informers, net, dir, log.WithName("kubelet"))
 	ctx, cancel := context.WithCancel(context.Background())

@@ -407,16 +407,18 @@ func (k *Kubelet) startPod(ctx context.Context, obj *corev1.Pod, deployment type
 	return p, nil
 }
 
-// terminate handles a Pod being deleted: its host drains (SIGTERM; it
-// keeps answering while the EndpointSlice marks it terminating and clients
-// move away), and once it has exited the Pod is removed for good, as
-// kubelet does with a zero grace period.
+// terminate handles a Pod being deleted: its container's preStop sleep
+// runs first (the host serves on), then its host drains (SIGTERM; it
+// keeps answering while clients move away), and once it has exited the
+// Pod is removed for good, as kubelet does with a zero grace period.
 func (k *Kubelet) terminate(ctx context.Context, obj *corev1.Pod, running *pod) error {
 	if running != nil && !running.terminating.Load() {
 		running.terminating.Store(true)
 		k.stopping.Add(1)
+		nodeCtx := k.ctx
 		go func() {
 			defer k.stopping.Done()
+			running.runPreStop(nodeCtx)
 			running.stop()
 			k.network.unregister(running)
 			running.drained.Store(true)

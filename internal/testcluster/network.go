@@ -5,10 +5,12 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"sync"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
@@ -21,6 +23,7 @@ type route struct {
 	podIP       string
 	ready       bool // the endpoint was ready (not terminating) when dialled
 	terminating bool
+	stale       bool // ready only in the lagging view (SetEndpointLag)
 }
 
 // network is the stand-in for Services and kube-proxy. It resolves a
@@ -33,13 +36,16 @@ type route struct {
 type network struct {
 	reader client.Reader
 
-	mu     sync.RWMutex
-	byIP   map[string]*pod
-	nextIP uint32
+	mu        sync.RWMutex
+	byIP      map[string]*pod
+	nextIP    uint32
+	lag       time.Duration                                 // SetEndpointLag
+	lastReady map[types.NamespacedName]map[string]lastReady // by Service, then endpoint address
+	clock     clock.PassiveClock
 }
 
 func newNetwork(reader client.Reader) *network {
-	return &network{reader: reader, byIP: map[string]*pod{}}
+	return &network{reader: reader, byIP: map[string]*pod{}, lastReady: map[types.NamespacedName]map[string]lastReady{}, clock: clock.RealClock{}}
 }
 
 // allocateIP hands out a free pod IP in 10.88.0.0/16.
@@ -117,7 +123,7 @@ func (n *network) resolve(ctx context.Context, clusterIP string, port int32) (ro
 			}
 		}
 	}
-	candidates := ready
+	candidates := n.withLag(svcKey, ready)
 	if len(candidates) == 0 {
 		candidates = terminating
 	}

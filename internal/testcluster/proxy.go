@@ -32,6 +32,9 @@ type Connection struct {
 	// Ready: the endpoint was ready when dialled; otherwise it was a
 	// serving, terminating one (used only when no endpoint was ready).
 	Ready bool
+	// Stale: ready only in the network's lagging view (SetEndpointLag);
+	// the EndpointSlices no longer had it ready.
+	Stale bool
 }
 
 // maxConnectionLog bounds the proxy's log (oldest dropped first).
@@ -171,13 +174,13 @@ func dialLoopback(ctx context.Context, addr string) (net.Conn, error) {
 }
 
 func (p *connectProxy) record(r route) {
-	p.log.V(1).Info("Tunnel", "service", r.service, "pod", r.pod, "podIP", r.podIP, "ready", r.ready)
+	p.log.V(1).Info("Tunnel", "service", r.service, "pod", r.pod, "podIP", r.podIP, "ready", r.ready, "stale", r.stale)
 	p.logMu.Lock()
 	defer p.logMu.Unlock()
 	if len(p.connections) == maxConnectionLog {
 		p.connections = append(p.connections[:0], p.connections[1:]...)
 	}
-	p.connections = append(p.connections, Connection{Time: time.Now(), Service: r.service, Pod: r.pod, PodIP: r.podIP, Ready: r.ready})
+	p.connections = append(p.connections, Connection{Time: time.Now(), Service: r.service, Pod: r.pod, PodIP: r.podIP, Ready: r.ready, Stale: r.stale})
 }
 
 // Connections returns the proxy's log of opened tunnels, oldest first.
