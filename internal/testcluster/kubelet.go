@@ -415,10 +415,10 @@ func (k *Kubelet) terminate(ctx context.Context, obj *corev1.Pod, running *pod) 
 	if running != nil && !running.terminating.Load() {
 		running.terminating.Store(true)
 		k.stopping.Add(1)
-		nodeCtx := k.ctx
+		nodeCtx, preStop := k.ctx, running.preStopSleep(obj)
 		go func() {
 			defer k.stopping.Done()
-			running.runPreStop(nodeCtx)
+			runPreStop(nodeCtx, preStop)
 			running.stop()
 			k.network.unregister(running)
 			running.drained.Store(true)

@@ -49,23 +49,29 @@ func TestPreStopSleep(t *testing.T) {
 	sleep := func(s int64) *corev1.Lifecycle {
 		return &corev1.Lifecycle{PreStop: &corev1.LifecycleHandler{Sleep: &corev1.SleepAction{Seconds: s}}}
 	}
-	grace := func(s int64) *int64 { return &s }
+	seconds := func(s int64) *int64 { return &s }
 	for _, tc := range []struct {
 		name      string
 		lifecycle *corev1.Lifecycle
-		grace     *int64
+		grace     *int64 // the Pod's terminationGracePeriodSeconds
+		deletion  *int64 // the delete's grace period
 		want      time.Duration
 	}{
-		{"no hook", nil, nil, 0},
-		{"an exec hook (not modelled)", &corev1.Lifecycle{PreStop: &corev1.LifecycleHandler{Exec: &corev1.ExecAction{Command: []string{"sleep", "5"}}}}, nil, 0},
-		{"a sleep", sleep(5), nil, 5 * time.Second},
-		{"a sleep beyond the default grace period", sleep(45), nil, 30 * time.Second},
-		{"a sleep beyond the pod's grace period", sleep(5), grace(2), 2 * time.Second},
+		{"no hook", nil, nil, nil, 0},
+		{"an exec hook (not modelled)", &corev1.Lifecycle{PreStop: &corev1.LifecycleHandler{Exec: &corev1.ExecAction{Command: []string{"sleep", "5"}}}}, nil, nil, 0},
+		{"a sleep", sleep(5), nil, seconds(30), 5 * time.Second},
+		{"a sleep beyond the default grace period", sleep(45), nil, nil, 30 * time.Second},
+		{"a sleep beyond the pod's grace period", sleep(5), seconds(2), nil, 2 * time.Second},
+		{"a delete asking for less than the pod's grace period", sleep(5), seconds(30), seconds(1), time.Second},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			pod := &corev1.Pod{Spec: corev1.PodSpec{TerminationGracePeriodSeconds: tc.grace}}
-			c := &corev1.Container{Lifecycle: tc.lifecycle}
-			if got := preStopSleep(pod, c); got != tc.want {
+			obj := &corev1.Pod{Spec: corev1.PodSpec{TerminationGracePeriodSeconds: tc.grace, Containers: []corev1.Container{
+				{Name: "sidecar"},
+				{Name: "webhook", Lifecycle: tc.lifecycle},
+			}}}
+			obj.DeletionGracePeriodSeconds = tc.deletion
+			p := &pod{container: "webhook"}
+			if got := p.preStopSleep(obj); got != tc.want {
 				t.Errorf("preStopSleep = %v, want %v", got, tc.want)
 			}
 		})

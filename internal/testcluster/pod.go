@@ -41,8 +41,8 @@ type pod struct {
 	dir        string
 	env        *PodEnv
 	volumes    []secretVolume
-	addr       string        // the host's loopback listener, where the pod IP leads
-	preStop    time.Duration // the container's preStop sleep, run before SIGTERM
+	addr       string // the host's loopback listener, where the pod IP leads
+	container  string // the container whose host it runs
 
 	writeMu     sync.Mutex // serializes volume refreshes
 	removed     bool       // under writeMu: stop removed the folders, nothing is written any more
@@ -73,7 +73,7 @@ func newPod(obj *corev1.Pod, deployment types.NamespacedName, ip, baseDir string
 		deployment: deployment,
 		ip:         ip,
 		port:       servedPort(container, opts.port),
-		preStop:    preStopSleep(obj, container),
+		container:  container.Name,
 		dir:        dir,
 		env:        &PodEnv{Namespace: obj.Namespace, Deployment: deployment.Name, Pod: obj.Name, mounts: map[string]string{}, ready: make(chan struct{})},
 		done:       make(chan struct{}),
@@ -120,16 +120,21 @@ func pickContainer(containers []corev1.Container, name string) (*corev1.Containe
 	return nil, fmt.Errorf("no container %q in the pod template", name)
 }
 
-// preStopSleep is how long kubelet runs the container's preStop sleep
-// action before SIGTERM: bounded by the pod's termination grace period,
-// as kubelet bounds every hook. Other handler kinds (exec, httpGet) are
-// not modelled: they take no time here.
-func preStopSleep(obj *corev1.Pod, c *corev1.Container) time.Duration {
-	if c.Lifecycle == nil || c.Lifecycle.PreStop == nil || c.Lifecycle.PreStop.Sleep == nil {
+// preStopSleep is how long kubelet runs the served container's preStop
+// sleep action before SIGTERM, for the Pod as it is being deleted: bounded
+// by the deletion's grace period (the Pod's terminationGracePeriodSeconds
+// unless the delete asked for less), as kubelet bounds every hook. Other
+// handler kinds (exec, httpGet) are not modelled: they take no time here.
+func (p *pod) preStopSleep(obj *corev1.Pod) time.Duration {
+	c, err := pickContainer(obj.Spec.Containers, p.container)
+	if err != nil || c.Lifecycle == nil || c.Lifecycle.PreStop == nil || c.Lifecycle.PreStop.Sleep == nil {
 		return 0
 	}
 	grace := int64(corev1.DefaultTerminationGracePeriodSeconds)
-	if obj.Spec.TerminationGracePeriodSeconds != nil {
+	switch {
+	case obj.DeletionGracePeriodSeconds != nil:
+		grace = *obj.DeletionGracePeriodSeconds
+	case obj.Spec.TerminationGracePeriodSeconds != nil:
 		grace = *obj.Spec.TerminationGracePeriodSeconds
 	}
 	return time.Duration(min(c.Lifecycle.PreStop.Sleep.Seconds, grace)) * time.Second
@@ -138,11 +143,11 @@ func preStopSleep(obj *corev1.Pod, c *corev1.Container) time.Duration {
 // runPreStop runs the preStop sleep; the host serves on meanwhile, as a
 // container does until its SIGTERM. It ends early when ctx does (the
 // node stops).
-func (p *pod) runPreStop(ctx context.Context) {
-	if p.preStop <= 0 {
+func runPreStop(ctx context.Context, sleep time.Duration) {
+	if sleep <= 0 {
 		return
 	}
-	t := time.NewTimer(p.preStop)
+	t := time.NewTimer(sleep)
 	defer t.Stop()
 	select {
 	case <-t.C:
