@@ -149,7 +149,7 @@ func (b *bench) storm(ctx context.Context) error {
 
 func (r *stormResult) describe() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "**Rotation storm.** After P4, the manual rotation annotation (`operators.hookwright.dev/rotate: \"ca: ...\"`) is written on all %d installs of P4's largest batch at once (16 concurrent patches), so that every CA is due in the same second (their trustOverlap is 0s, so a rotation ends when the old CA leaves, right after the new one serves and converts); the time runs from the first patch to the last install seen with that CA rotation Succeeded in status.rotations (new CA in every caBundle, proven trusted, promoted, old CA pruned). Meanwhile %d of the installs each have one object read at v2 (conversion through the webhook) every 50 ms: %d reads, %d failed", r.Installs, r.Sampled, r.Reads, r.Failed)
+	fmt.Fprintf(&b, "**Rotation storm.** Last in the run (after P5, on its loaded cluster, so that rotations still under way when the wait ends count in no other measure), the manual rotation annotation (`operators.hookwright.dev/rotate: \"ca: ...\"`) is written on all %d installs of P4's largest batch at once (16 concurrent patches), so that every CA is due in the same second (their trustOverlap is 0s, so a rotation ends when the old CA leaves, right after the new one serves and converts); the time runs from the first patch to the last install seen with that CA rotation Succeeded in status.rotations (new CA in every caBundle, proven trusted, promoted, old CA pruned). Meanwhile %d of the installs each have one object read at v2 (conversion through the webhook) every 50 ms: %d reads, %d failed", r.Installs, r.Sampled, r.Reads, r.Failed)
 	if r.FirstFailure != "" {
 		fmt.Fprintf(&b, " (first: %s)", r.FirstFailure)
 	}
