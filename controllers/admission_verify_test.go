@@ -17,7 +17,7 @@ import (
 )
 
 // statusErr rebuilds the error the client returns for an API server
-// Status: the messages below are the API server's (kube-apiserver v1.36.3,
+// Status: the messages below are the API server's (kube-apiserver v1.37.2,
 // the test ground), captured from dry-run creates through admission
 // webhooks of each kind of configuration (internal/testcluster's admission
 // host: allowing, denying, behind a wrong caBundle, a missing Service, no

@@ -98,7 +98,7 @@ func (r *WebhookInstallReconciler) migrateCRD(ctx context.Context, s *installSta
 		}
 		// The pass that pruned may have ended before it deleted its
 		// StorageVersionMigration.
-		return &done, r.deleteStorageVersionMigration(ctx, &done)
+		return &done, r.deleteStorageVersionMigration(ctx, &done, r.servedMigrationAPI())
 	}
 
 	var m v1alpha1.StorageMigrationStatus
@@ -118,7 +118,7 @@ func (r *WebhookInstallReconciler) migrateCRD(ctx context.Context, s *installSta
 		if s.install.Spec.StorageMigration.PolicyFor(c.name) == v1alpha1.MigrationOnRequest {
 			m.Request = s.install.Annotations[v1alpha1.AnnotationMigrateStorage]
 		}
-		if r.inTreeMigrationServed() {
+		if _, served := r.inTreeMigrationVersion(); served {
 			m.Method = v1alpha1.MethodStorageVersionMigration
 		}
 	}
@@ -143,7 +143,20 @@ func (r *WebhookInstallReconciler) migrateCRD(ctx context.Context, s *installSta
 	var err error
 	switch {
 	case m.Method == v1alpha1.MethodStorageVersionMigration:
-		done, err = r.driveStorageVersionMigration(ctx, s, c, &m)
+		gv, served := r.inTreeMigrationVersion()
+		if !served {
+			// The API went away (or Hookwright may no longer use it) since
+			// this migration started: Hookwright migrates itself, and
+			// removes the object it may have created.
+			if err := r.deleteStorageVersionMigration(ctx, &m, r.servedMigrationAPI()); err != nil {
+				return &m, err
+			}
+			m.Method, m.MigrationName = v1alpha1.MethodHookwright, ""
+			m.Message = "the storagemigration.k8s.io API is no longer served or allowed: Hookwright migrates itself"
+			s.retryWithin(time.Millisecond)
+			break
+		}
+		done, err = r.driveStorageVersionMigration(ctx, s, c, &m, gv)
 	case (prev == nil || prev.State != v1alpha1.MigrationRunning) && !r.mayRewrite(ctx, s, c, &m):
 		// RBAC forbids it: the record says what to grant, and no request
 		// is made that the API server would refuse.
@@ -161,7 +174,7 @@ func (r *WebhookInstallReconciler) migrateCRD(ctx context.Context, s *installSta
 		return &m, err
 	}
 	// The in-tree object has served its purpose; the status keeps the record.
-	return &m, r.deleteStorageVersionMigration(ctx, &m)
+	return &m, r.deleteStorageVersionMigration(ctx, &m, r.servedMigrationAPI())
 }
 
 // migratable: the API server converts through the CRD's webhook. A

@@ -8,7 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
-// The messages are the API server's (kube-apiserver v1.36.3, the test
+// The messages are the API server's (kube-apiserver v1.37.2, the test
 // ground), captured while dry-run creating TrustProbes through each kind
 // of configuration of the probe CRD; the refusal and the 404 are
 // constructed from the verification classifier's cases.

@@ -5,7 +5,7 @@
 # Cold: about 7 minutes on 2 cores; warm: seconds; already built: instant.
 set -euo pipefail
 
-KUBE_VERSION=${KUBE_VERSION:-v1.36.3}
+KUBE_VERSION=${KUBE_VERSION:-v1.37.2}
 root=$(cd "$(dirname "$0")/.." && pwd)
 out=${CONTROL_PLANE_DIR:-$root/bin/control-plane/$KUBE_VERSION}
 tools=$root/hack/tools

@@ -7,7 +7,7 @@ import (
 )
 
 // KubeVersion is the control-plane version built by hack/build-control-plane.sh.
-const KubeVersion = "v1.36.3"
+const KubeVersion = "v1.37.2"
 
 // BinaryDirEnv overrides where the control-plane binaries are looked up.
 const BinaryDirEnv = "HOOKWRIGHT_CONTROL_PLANE_DIR"

@@ -37,10 +37,9 @@ type Options struct {
 	// AuditLog makes the API server write a Metadata-level audit log to
 	// Cluster.AuditLogPath, so tests can count writes as the server saw them.
 	AuditLog bool
-	// StorageVersionMigration serves storagemigration.k8s.io/v1beta1 and
-	// runs kube-controller-manager's storage version migrator (the
-	// StorageVersionMigrator feature gate, beta and off by default in
-	// v1.36, on both).
+	// StorageVersionMigration runs kube-controller-manager's storage
+	// version migrator, which serves storagemigration.k8s.io/v1 (GA and on
+	// by default since Kubernetes v1.37).
 	StorageVersionMigration bool
 	// Log receives the stand-ins' logs; discarded when unset.
 	Log logr.Logger
@@ -125,10 +124,6 @@ func Start(opts Options) (_ *Cluster, retErr error) {
 		if err := c.configureAudit(args); err != nil {
 			return nil, err
 		}
-	}
-	if opts.StorageVersionMigration {
-		args.Set("feature-gates", "StorageVersionMigrator=true")
-		args.Set("runtime-config", "storagemigration.k8s.io/v1beta1=true")
 	}
 	for name, value := range opts.APIServerFlags {
 		args.Set(name, value)

@@ -30,9 +30,8 @@ var controllerManagerControllers = []string{
 	"serviceaccount-token-controller",
 }
 
-// storageVersionMigratorController needs the StorageVersionMigrator feature
-// gate (beta, off by default in v1.36) on the API server and here, the
-// storagemigration.k8s.io/v1beta1 API served, and the garbage collector.
+// storageVersionMigratorController needs the storagemigration.k8s.io API
+// (GA and served by default since v1.37) and the garbage collector.
 const storageVersionMigratorController = "storage-version-migrator-controller"
 
 // ControllerManagerUser is who kube-controller-manager's controllers act as
@@ -86,16 +85,13 @@ func (c *Cluster) startControllerManager(storageMigration bool) (*controllerMana
 		"--endpointslice-updates-batch-period=0s",
 		"--v=1",
 	}
-	if storageMigration {
-		args = append(args, "--feature-gates=StorageVersionMigrator=true")
-	}
 	log, err := os.Create(filepath.Join(c.Dir, "kube-controller-manager.log"))
 	if err != nil {
 		return nil, err
 	}
 	cmd := exec.Command(filepath.Join(c.binDir, "kube-controller-manager"), args...)
 	cmd.Stdout, cmd.Stderr = log, log
-	// client-go gates the storage version migrator needs (on by default in
+	// client-go gates the storage version migrator needs (on by default since
 	// v1.36; set so a default change cannot silently disable the controller).
 	cmd.Env = append(os.Environ(), "KUBE_FEATURE_InformerResourceVersion=true", "KUBE_FEATURE_InOrderInformers=true")
 	if err := cmd.Start(); err != nil {
