@@ -117,7 +117,6 @@ func (r *WebhookInstallReconciler) driveStorageVersionMigration(ctx context.Cont
 		}
 		m.Method = v1alpha1.MethodHookwright
 		m.Message = fmt.Sprintf("the storagemigration.k8s.io API is served but no controller took up a StorageVersionMigration within %s: Hookwright migrates itself", inTreeStartTimeout)
-		s.retryWithin(time.Millisecond)
 		return false, nil
 	}
 	m.Message = fmt.Sprintf("kube-controller-manager is rewriting every object in %s (StorageVersionMigration %s)", m.To, m.MigrationName)

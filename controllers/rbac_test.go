@@ -33,9 +33,9 @@ var authorRoles = map[string]bool{"widgets": true}
 //   - patch on events.k8s.io Events: the recorder sends a repeated Event's
 //     series count every 6 minutes, longer than this suite runs;
 //   - storage migration's (CRD status, StorageVersionMigrations): this
-//     suite's cluster does not serve the in-tree migration API, and its
-//     widgets are not granted to Hookwright for rewriting; test/migration
-//     holds them to use.
+//     suite's cluster serves the in-tree migration API but runs no
+//     controller for it, and its widgets are not granted to Hookwright for
+//     rewriting; test/migration holds them to use.
 func expectShippedRBACMatchesUse() {
 	if suite, _ := GinkgoConfiguration(); len(suite.FocusStrings)+len(suite.SkipStrings)+len(suite.FocusFiles)+len(suite.SkipFiles) > 0 || suite.LabelFilter != "" {
 		GinkgoWriter.Println("Not checking the shipped RBAC against the operator's requests: only some specs ran")

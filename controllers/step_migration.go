@@ -141,23 +141,18 @@ func (r *WebhookInstallReconciler) migrateCRD(ctx context.Context, s *installSta
 
 	var done bool
 	var err error
+	// RBAC is looked at before Hookwright's first request of a migration.
+	checkRBAC := prev == nil || prev.State != v1alpha1.MigrationRunning
+	if m.Method == v1alpha1.MethodStorageVersionMigration {
+		done, err = r.migrateInTree(ctx, s, c, &m)
+		// When no controller took the migration up, or the API went away,
+		// Hookwright's own migrator takes over in this pass: its first
+		// request, too, must be one RBAC allows.
+		checkRBAC = true
+	}
 	switch {
-	case m.Method == v1alpha1.MethodStorageVersionMigration:
-		gv, served := r.inTreeMigrationVersion()
-		if !served {
-			// The API went away (or Hookwright may no longer use it) since
-			// this migration started: Hookwright migrates itself, and
-			// removes the object it may have created.
-			if err := r.deleteStorageVersionMigration(ctx, &m, r.servedMigrationAPI()); err != nil {
-				return &m, err
-			}
-			m.Method, m.MigrationName = v1alpha1.MethodHookwright, ""
-			m.Message = "the storagemigration.k8s.io API is no longer served or allowed: Hookwright migrates itself"
-			s.retryWithin(time.Millisecond)
-			break
-		}
-		done, err = r.driveStorageVersionMigration(ctx, s, c, &m, gv)
-	case (prev == nil || prev.State != v1alpha1.MigrationRunning) && !r.mayRewrite(ctx, s, c, &m):
+	case err != nil || m.Method != v1alpha1.MethodHookwright:
+	case checkRBAC && !r.mayRewrite(ctx, s, c, &m):
 		// RBAC forbids it: the record says what to grant, and no request
 		// is made that the API server would refuse.
 	default:
@@ -175,6 +170,24 @@ func (r *WebhookInstallReconciler) migrateCRD(ctx context.Context, s *installSta
 	}
 	// The in-tree object has served its purpose; the status keeps the record.
 	return &m, r.deleteStorageVersionMigration(ctx, &m, r.servedMigrationAPI())
+}
+
+// migrateInTree drives the cluster's StorageVersionMigration, or hands the
+// migration to Hookwright's own migrator (m.Method) when the API is no
+// longer served or allowed.
+func (r *WebhookInstallReconciler) migrateInTree(ctx context.Context, s *installState, c *crdState, m *v1alpha1.StorageMigrationStatus) (bool, error) {
+	gv, served := r.inTreeMigrationVersion()
+	if served {
+		return r.driveStorageVersionMigration(ctx, s, c, m, gv)
+	}
+	// The API went away (or Hookwright may no longer use it) since this
+	// migration started: remove the object it may have created.
+	if err := r.deleteStorageVersionMigration(ctx, m, r.servedMigrationAPI()); err != nil {
+		return false, err
+	}
+	m.Method, m.MigrationName = v1alpha1.MethodHookwright, ""
+	m.Message = "the storagemigration.k8s.io API is no longer served or allowed: Hookwright migrates itself"
+	return false, nil
 }
 
 // migratable: the API server converts through the CRD's webhook. A
