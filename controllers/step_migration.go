@@ -152,6 +152,7 @@ func (r *WebhookInstallReconciler) migrateCRD(ctx context.Context, s *installSta
 	}
 	switch {
 	case err != nil || m.Method != v1alpha1.MethodHookwright:
+		// The cluster's controller migrates, or driving it failed.
 	case checkRBAC && !r.mayRewrite(ctx, s, c, &m):
 		// RBAC forbids it: the record says what to grant, and no request
 		// is made that the API server would refuse.

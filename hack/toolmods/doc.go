@@ -1,4 +1,4 @@
 // Package toolmods holds the test that keeps the tools `make test` builds
-// from Go modules (the control plane, opm) on the module versions the
-// tests themselves compile.
+// from Go modules (the control plane, opm, promtool) on the module
+// versions the tests themselves compile.
 package toolmods

@@ -8,9 +8,9 @@ import (
 	"testing"
 )
 
-// A tool built from Go modules (with its Makefile build tags) compiles most of what the tests compile
-// (k8s.io/api, client-go, apiextensions-apiserver, their protobuf, gRPC
-// and OpenTelemetry). Go's build cache shares a compiled package only when
+// A tool built from Go modules (with its Makefile build tags) compiles
+// much of what the tests compile (k8s.io/api, client-go,
+// apiextensions-apiserver, their protobuf, gRPC and OpenTelemetry). Go's build cache shares a compiled package only when
 // it is the same version of the same module, built with the same flags: a
 // module version the tool and the tests select differently is compiled
 // twice on a cold machine, and so is everything that imports it.
