@@ -115,7 +115,7 @@ bench: control-plane ## Benchmarks against cert-controller v0.16.0 on a local co
 	go run ./bench/cmd/bench --operator bin/hookwright --anchor bin/bench-certcontroller --out bench/results.md
 
 .PHONY: control-plane
-control-plane: ## Build kube-apiserver, kube-controller-manager, etcd and kubectl $(KUBE_VERSION) from Go modules into bin/ (once; ~15 min cold on 2 cores).
+control-plane: ## Build kube-apiserver, kube-controller-manager, etcd and kubectl $(KUBE_VERSION) from Go modules into bin/ (once; ~14 min cold on 2 cores).
 	CONTROL_PLANE_DIR=$(CONTROL_PLANE_DIR) KUBE_VERSION=$(KUBE_VERSION) ./hack/build-control-plane.sh
 
 $(CONTROLLER_GEN):

@@ -2,7 +2,7 @@
 # Builds kube-apiserver, kube-controller-manager, kubectl and etcd from Go modules into a versioned
 # folder, once. No release binary can be downloaded on our machines (no
 # internet besides the Go module proxy), so the control plane is compiled.
-# Cold: about 15 minutes on 2 cores; warm: seconds; already built: instant.
+# Cold: about 14 minutes on 2 cores (813 s measured, downloads included); warm: seconds; already built: instant.
 set -euo pipefail
 
 KUBE_VERSION=${KUBE_VERSION:-v1.37.2}
