@@ -30,7 +30,7 @@ func BinaryDir() (string, error) {
 	}
 	for _, name := range requiredBinaries {
 		if _, err := os.Stat(filepath.Join(dir, name)); err != nil {
-			return "", fmt.Errorf("control-plane binary %s missing in %s: run 'make control-plane' (builds kube-apiserver, kube-controller-manager, etcd and kubectl %s from Go modules, ~7 min the first time)", name, dir, KubeVersion)
+			return "", fmt.Errorf("control-plane binary %s missing in %s: run 'make control-plane' (builds kube-apiserver, kube-controller-manager, etcd and kubectl %s from Go modules, ~14 min the first time on 2 cores)", name, dir, KubeVersion)
 		}
 	}
 	return dir, nil
