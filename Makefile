@@ -58,7 +58,7 @@ RACE_PACKAGES ?= ./internal/testcluster
 # test/migration with warm caches: 504 CPU-s at Go's default, 406 at 400,
 # wall 289 s -> 237 s). The machine has memory to spare, not CPU. make bench
 # and make demo keep Go's default: the bench measures the operator's memory.
-BUILD_GOGC ?= 400
+TEST_GOGC ?= 400
 
 # make test builds with the Dockerfile's flags (CGO_ENABLED=0, -trimpath):
 # the compiled packages of the test builds are then the ones the image
@@ -72,7 +72,7 @@ test: export CGO_ENABLED := 0
 # test's go test and in the go test commands the suites run (the docs'
 # commands: measured 134 CPU-s for ./examples/crontab/... on a cold cache).
 test: export GOFLAGS := $(strip $(shell go env GOFLAGS) -trimpath -vet=off)
-test: export GOGC := $(BUILD_GOGC)
+test: export GOGC := $(TEST_GOGC)
 
 .PHONY: test
 test: ## Build the control plane and tools if needed, check generated files, then run every test (one shared API server per package).
