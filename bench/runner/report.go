@@ -28,8 +28,11 @@ type Report struct {
 	KubeVersion string
 	Commit      string
 	MaxLoad     float64 // highest 1-minute load average seen during the run
-	Rows        []Row
-	Failures    []string
+	// ControllerManagerQPS is the test ground's kube-controller-manager
+	// --kube-api-qps (0: its default, 20).
+	ControllerManagerQPS int
+	Rows                 []Row
+	Failures             []string
 
 	P1               *p1Result
 	P2               *p2Result
@@ -152,6 +155,10 @@ func (r *Report) Markdown() string {
 		r.Started.UTC().Format("2006-01-02 15:04 MST"), r.Cores, r.GoVersion, r.KubeVersion, r.Commit, r.Duration.Round(time.Second), r.MaxLoad)
 	w("")
 	w("The anchor is open-policy-agent/cert-controller v0.16.0 in a minimal manager of ours (bench/certcontroller), run against the same control plane in the same run. Both operators run as separate processes; API writes are counted from the API server's audit log (level Metadata), memory from /proc/<pid>/status.")
+	if r.ControllerManagerQPS > 0 {
+		w("")
+		w("The control plane's kube-controller-manager runs with --kube-api-qps=%d (burst %d) instead of its default 20 (burst 30): it writes about eight objects per new webhook Deployment (ReplicaSet, Pod, their status, EndpointSlices), so at 20 writes per second it alone would need N×8/20 s to make N installs' Deployments available, whatever the operator does.", r.ControllerManagerQPS, 2*r.ControllerManagerQPS)
+	}
 	w("")
 	w("| | Measure | Goal | Hookwright | cert-controller v0.16.0 | Met |")
 	w("|---|---|---|---|---|---|")

@@ -41,6 +41,14 @@ type Options struct {
 	// version migrator, which serves storagemigration.k8s.io/v1 (GA and on
 	// by default since Kubernetes v1.37).
 	StorageVersionMigration bool
+	// ControllerManagerQPS is kube-controller-manager's --kube-api-qps
+	// (its burst twice that); 0 keeps its default, 20 QPS with a burst of
+	// 30, as kubeadm runs it. The default caps what the controller manager
+	// writes (ReplicaSets, Pods, Deployment and EndpointSlice status: about
+	// eight writes per new Deployment) at 20 per second, which makes it,
+	// not the operator under test, the bottleneck of hundreds of installs
+	// at once.
+	ControllerManagerQPS int
 	// Log receives the stand-ins' logs; discarded when unset.
 	Log logr.Logger
 }
@@ -168,7 +176,7 @@ func Start(opts Options) (_ *Cluster, retErr error) {
 	// Started last: CRDs are installed, so its garbage collector and
 	// namespace controller discover them at once.
 	apiServerUp := time.Now()
-	if c.controllerManager, err = c.startControllerManager(opts.StorageVersionMigration); err != nil {
+	if c.controllerManager, err = c.startControllerManager(opts.StorageVersionMigration, opts.ControllerManagerQPS); err != nil {
 		return nil, err
 	}
 	if err := c.waitControllerManagerReady(ctx); err != nil {

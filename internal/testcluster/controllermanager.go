@@ -50,7 +50,7 @@ type controllerManager struct {
 // as ControllerManagerUser (one identity for every controller:
 // per-controller service account credentials would test Kubernetes' RBAC,
 // not Hookwright), without leader election or a serving port.
-func (c *Cluster) startControllerManager(storageMigration bool) (*controllerManager, error) {
+func (c *Cluster) startControllerManager(storageMigration bool, qps int) (*controllerManager, error) {
 	user, err := c.env.ControlPlane.AddUser(envtest.User{Name: ControllerManagerUser, Groups: []string{"system:masters"}}, nil)
 	if err != nil {
 		return nil, fmt.Errorf("creating the controller manager's user: %w", err)
@@ -84,6 +84,9 @@ func (c *Cluster) startControllerManager(storageMigration bool) (*controllerMana
 		// Rollouts and endpoint updates as fast as the informers allow.
 		"--endpointslice-updates-batch-period=0s",
 		"--v=1",
+	}
+	if qps > 0 {
+		args = append(args, fmt.Sprintf("--kube-api-qps=%d", qps), fmt.Sprintf("--kube-api-burst=%d", 2*qps))
 	}
 	log, err := os.Create(filepath.Join(c.Dir, "kube-controller-manager.log"))
 	if err != nil {

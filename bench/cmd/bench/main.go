@@ -38,12 +38,10 @@ func main() {
 	p4 := flag.String("p4", "", "override: comma-separated P4 sizes (e.g. 100,300)")
 	p5Secrets := flag.Int("p5-secrets", 0, "override: foreign Secrets in P5")
 	p5CRDs := flag.Int("p5-crds", 0, "override: large foreign CRDs in P5")
+	phases := flag.String("phases", "", "comma-separated phase name prefixes to run alone (e.g. P4,cert); default: all")
 	flag.Parse()
 	var sizes []int
-	for _, f := range strings.Split(*p4, ",") {
-		if f == "" {
-			continue
-		}
+	for _, f := range splitList(*p4) {
 		n, err := strconv.Atoi(f)
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "bench: --p4:", err)
@@ -56,6 +54,7 @@ func main() {
 	report, err := runner.Run(ctx, runner.Options{
 		Smoke: *smoke, OperatorBin: *operator, AnchorBin: *anchor, Budget: *budget, Log: os.Stderr,
 		P1: *p1, P4: sizes, P5Secrets: *p5Secrets, P5CRDs: *p5CRDs, ProfileDir: profileDir(*out),
+		Phases: splitList(*phases),
 	})
 	if report != nil {
 		md := report.Markdown()
@@ -72,4 +71,15 @@ func main() {
 		fmt.Fprintln(os.Stderr, "bench: FAILED:", err)
 		os.Exit(1)
 	}
+}
+
+// splitList splits a comma-separated flag value, dropping empty items.
+func splitList(v string) []string {
+	var out []string
+	for _, f := range strings.Split(v, ",") {
+		if f = strings.TrimSpace(f); f != "" {
+			out = append(out, f)
+		}
+	}
+	return out
 }
