@@ -157,7 +157,7 @@ func (r *Report) Markdown() string {
 	w("The anchor is open-policy-agent/cert-controller v0.16.0 in a minimal manager of ours (bench/certcontroller), run against the same control plane in the same run. Both operators run as separate processes; API writes are counted from the API server's audit log (level Metadata), memory from /proc/<pid>/status.")
 	if r.ControllerManagerQPS > 0 {
 		w("")
-		w("The control plane's kube-controller-manager runs with --kube-api-qps=%d (burst %d) instead of its default 20 (burst 30): it writes about eight objects per new webhook Deployment (ReplicaSet, Pod, their status, EndpointSlices), so at 20 writes per second it alone would need N×8/20 s to make N installs' Deployments available, whatever the operator does.", r.ControllerManagerQPS, 2*r.ControllerManagerQPS)
+		w("The control plane's kube-controller-manager runs with --kube-api-qps=%d (burst %d) instead of its default 20 (burst 30): it writes several objects for every new webhook Deployment (its ReplicaSet, Pod, their status, EndpointSlices), and at its default rate those writes, not the operator, would bound how fast N installs' Deployments become available.", r.ControllerManagerQPS, 2*r.ControllerManagerQPS)
 	}
 	w("")
 	w("| | Measure | Goal | Hookwright | cert-controller v0.16.0 | Met |")

@@ -44,10 +44,9 @@ type Options struct {
 	// ControllerManagerQPS is kube-controller-manager's --kube-api-qps
 	// (its burst twice that); 0 keeps its default, 20 QPS with a burst of
 	// 30, as kubeadm runs it. The default caps what the controller manager
-	// writes (ReplicaSets, Pods, Deployment and EndpointSlice status: about
-	// eight writes per new Deployment) at 20 per second, which makes it,
-	// not the operator under test, the bottleneck of hundreds of installs
-	// at once.
+	// writes for every new Deployment (its ReplicaSet, Pod, their status,
+	// EndpointSlices) at 20 per second, which makes it, not the operator
+	// under test, the bottleneck of hundreds of installs at once.
 	ControllerManagerQPS int
 	// Log receives the stand-ins' logs; discarded when unset.
 	Log logr.Logger
