@@ -80,6 +80,11 @@ func (b *bench) p4Batch(ctx context.Context, n int, last bool) (*p4Size, error) 
 		return nil, err
 	}
 	keys := make([]types.NamespacedName, n)
+	var profiled <-chan profileOutcome
+	stopProfile := make(chan struct{})
+	if last {
+		profiled = profileAPIServer(ctx, b.cluster.Config, b.apiServerProfilePath(), stopProfile)
+	}
 	cpu0 := cpuSeconds(b.operator.pid())
 	t0 := time.Now()
 	if err := parallel(n, 16, func(i int) error {
@@ -109,6 +114,15 @@ func (b *bench) p4Batch(ctx context.Context, n int, last bool) (*p4Size, error) 
 	}
 	res.Seconds = end.Sub(t0).Seconds()
 	res.OperatorCPU = cpuSeconds(b.operator.pid()) - cpu0
+	if profiled != nil {
+		close(stopProfile)
+		if out := <-profiled; out.err != nil {
+			b.record("P4 kube-apiserver profile", out.err)
+		} else {
+			b.report.P4.APIServer = out.profile
+			b.logf("P4 N=%d: kube-apiserver profile %s (%s of CPU in %s)", n, out.profile.Path, secs(out.profile.CPU), secs(out.profile.Seconds))
+		}
+	}
 
 	events, err := b.audit.waitQuiet(mark, operatorUser, 2*time.Second, 20*time.Second)
 	if err != nil {
@@ -162,7 +176,6 @@ func (b *bench) p4Batch(ctx context.Context, n int, last bool) (*p4Size, error) 
 		res.Concurrency = m1.sum("controller_runtime_max_concurrent_reconciles", "controller", ctl)
 	}
 	b.logf("P4 N=%d: %d/%d converged in %s, %d writes (%.1f per install), %d dry runs", n, res.Converged, n, secs(res.Seconds), res.Writes, float64(res.Writes)/float64(n), res.DryRuns)
-	_ = last
 	return res, nil
 }
 
