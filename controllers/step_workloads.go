@@ -22,6 +22,7 @@ import (
 // that does not serve.
 func (r *WebhookInstallReconciler) ensureWorkloads(ctx context.Context, s *installState) error {
 	servingByDeployment := map[string]*desired.Serving{}
+	podsLabelled := map[string]bool{} // every pod carries LabelDeployment
 	for _, w := range s.webhooks {
 		svc := s.services[w.Service]
 		cert, _ := certs.ParseCert(svc.servingPEM)
@@ -39,6 +40,9 @@ func (r *WebhookInstallReconciler) ensureWorkloads(ctx context.Context, s *insta
 			return r.componentFailed(s, err)
 		}
 		serving, isWebhook := servingByDeployment[spec.Name]
+		if isWebhook && fullyRolledOut(dep) && dep.Spec.Template.Labels[desired.LabelDeployment] == spec.Name {
+			podsLabelled[spec.Name] = true
+		}
 		if isWebhook && !available(dep) {
 			s.unavailable = append(s.unavailable, fmt.Sprintf("%s (%d/%d available)", dep.Name, dep.Status.AvailableReplicas, replicas(dep)))
 		}
@@ -52,7 +56,7 @@ func (r *WebhookInstallReconciler) ensureWorkloads(ctx context.Context, s *insta
 			s.stop(v1alpha1.PhaseFailed, v1alpha1.ReasonInstallComponentFailed, err.Error())
 			return nil
 		}
-		if err := r.ensureService(ctx, s, desired.WithSpecHash(svc)); err != nil {
+		if err := r.ensureService(ctx, s, desired.WithSpecHash(svc), podsLabelled[w.Deployment]); err != nil {
 			return r.componentFailed(s, err)
 		}
 	}
@@ -89,7 +93,10 @@ func (r *WebhookInstallReconciler) ensureDeployment(ctx context.Context, s *inst
 	return want, nil
 }
 
-func (r *WebhookInstallReconciler) ensureService(ctx context.Context, s *installState, want *corev1.Service) error {
+// ensureService applies want. A Service made before it selected on
+// LabelDeployment keeps its shared selector until podsLabelled (every pod
+// of its Deployment carries the label).
+func (r *WebhookInstallReconciler) ensureService(ctx context.Context, s *installState, want *corev1.Service, podsLabelled bool) error {
 	have := &corev1.Service{}
 	switch err := r.Client.Get(ctx, client.ObjectKeyFromObject(want), have); {
 	case apierrors.IsNotFound(err):
@@ -101,6 +108,9 @@ func (r *WebhookInstallReconciler) ensureService(ctx context.Context, s *install
 	default:
 		if err := checkBelongs(s, "service", have); err != nil {
 			return err
+		}
+		if !podsLabelled && !desired.SelectsOwnPods(have) {
+			want = desired.WithSharedSelector(want)
 		}
 		if have.Annotations[desired.AnnotationSpecHash] == want.Annotations[desired.AnnotationSpecHash] {
 			return nil

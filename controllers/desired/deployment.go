@@ -23,8 +23,9 @@ type Serving struct {
 // Deployment builds an install deployment. With serving set it mounts the
 // serving Secret into every container at ServingCertDir (tls.crt, tls.key)
 // and APIServerCertDir (apiserver.crt, apiserver.key), replacing any mount
-// the author put there, and stamps the certificate fingerprint on the pod
-// template so that a new certificate rolls the pods, whose containers
+// the author put there, labels the pods with the Deployment's name (the
+// Service selects on it, LabelDeployment), and stamps the certificate
+// fingerprint on the pod template so that a new certificate rolls the pods, whose containers
 // keep serving DrainSeconds after they are told to stop. An unset rollout
 // strategy becomes a surge rollout that never drops below the wanted
 // replicas: a conversion webhook must always answer.
@@ -51,6 +52,10 @@ func Deployment(install *v1alpha1.WebhookInstall, spec operatorsv1alpha1.Strateg
 		pod.Annotations = map[string]string{}
 	}
 	pod.Annotations[AnnotationServingCert] = serving.Fingerprint
+	if pod.Labels == nil {
+		pod.Labels = map[string]string{}
+	}
+	pod.Labels[LabelDeployment] = spec.Name
 	withDrain(&pod.Spec)
 	keyMode := KeyFileMode(pod.Spec)
 	pod.Spec.Volumes = append(withoutVolumes(pod.Spec.Volumes, servingVolume, apiserverVolume),

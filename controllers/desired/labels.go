@@ -13,6 +13,12 @@ const (
 	LabelInstall = "operators.hookwright.dev/install"
 	// LabelService names the webhook Service a Secret belongs to.
 	LabelService = "operators.hookwright.dev/service"
+	// LabelDeployment on a webhook Deployment's pod template names the
+	// Deployment, and its Service selects on it too: two Deployments
+	// whose matchLabels overlap (an upgrade's old and new version, say)
+	// would otherwise each get the other's pods behind their Service,
+	// which present another Service's certificate.
+	LabelDeployment = "operators.hookwright.dev/deployment"
 
 	// AnnotationSpecHash records the hash of what Hookwright applied, so an
 	// unchanged object is not written again.

@@ -137,7 +137,8 @@ func ServingSecret(install *v1alpha1.WebhookInstall, service string, caCert []by
 }
 
 // Service fronts a webhook Deployment: its selector is the Deployment's
-// matchLabels; one port per distinct containerPort (default 443), whose
+// matchLabels and LabelDeployment, so that it selects that Deployment's
+// pods only; one port per distinct containerPort (default 443), whose
 // targetPort is the definition's targetPort or the containerPort.
 func Service(install *v1alpha1.WebhookInstall, deployment *appsv1.DeploymentSpec, w Webhook) (*corev1.Service, error) {
 	if deployment.Selector == nil || len(deployment.Selector.MatchLabels) == 0 {
@@ -163,11 +164,29 @@ func Service(install *v1alpha1.WebhookInstall, deployment *appsv1.DeploymentSpec
 		ObjectMeta: ownedMeta(install, w.Service, nil),
 		Spec:       corev1.ServiceSpec{Type: corev1.ServiceTypeClusterIP, Selector: maps.Clone(deployment.Selector.MatchLabels)},
 	}
+	svc.Spec.Selector[LabelDeployment] = w.Deployment
 	for _, p := range ports {
 		svc.Spec.Ports = append(svc.Spec.Ports, p)
 	}
 	sort.Slice(svc.Spec.Ports, func(i, j int) bool { return svc.Spec.Ports[i].Port < svc.Spec.Ports[j].Port })
 	return svc, nil
+}
+
+// WithSharedSelector is svc selecting by the Deployment's matchLabels
+// only, as Services made before LabelDeployment did, stamped with its
+// hash. Such a Service keeps that selector until every pod of its
+// Deployment carries the label: narrowing it earlier would leave it
+// without endpoints while the pods roll.
+func WithSharedSelector(svc *corev1.Service) *corev1.Service {
+	shared := svc.DeepCopy()
+	delete(shared.Spec.Selector, LabelDeployment)
+	return WithSpecHash(shared)
+}
+
+// SelectsOwnPods: the Service selects on LabelDeployment.
+func SelectsOwnPods(svc *corev1.Service) bool {
+	_, ok := svc.Spec.Selector[LabelDeployment]
+	return ok
 }
 
 // SpecHash is a stable hash of an object's desired content, recorded in

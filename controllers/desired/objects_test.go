@@ -1,6 +1,7 @@
 package desired
 
 import (
+	"maps"
 	"reflect"
 	"strings"
 	"testing"
@@ -10,6 +11,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 
@@ -214,8 +216,8 @@ func TestService(t *testing.T) {
 			if svc.Name != "crontab-webhook-service" {
 				t.Errorf("Service name = %q, want crontab-webhook-service", svc.Name)
 			}
-			if !reflect.DeepEqual(svc.Spec.Selector, map[string]string{"app": "crontab", "tier": "webhook"}) {
-				t.Errorf("Service selector = %v, want the deployment's matchLabels", svc.Spec.Selector)
+			if !reflect.DeepEqual(svc.Spec.Selector, map[string]string{"app": "crontab", "tier": "webhook", LabelDeployment: "crontab.webhook"}) {
+				t.Errorf("Service selector = %v, want the deployment's matchLabels and its name", svc.Spec.Selector)
 			}
 			var got []corev1.ServicePort
 			for _, p := range svc.Spec.Ports {
@@ -238,6 +240,61 @@ func TestService(t *testing.T) {
 			assertControllerRef(t, svc)
 		})
 	}
+}
+
+// TestServiceSelectsItsOwnDeploymentsPods: two webhook Deployments whose
+// matchLabels are the same (an upgrade's old and new version) each get a
+// Service that selects only its own pods, which present its certificate.
+func TestServiceSelectsItsOwnDeploymentsPods(t *testing.T) {
+	shared := map[string]string{"app": "widgets"}
+	deployments := []operatorsv1alpha1.StrategyDeploymentSpec{newDeploymentSpec("webhook-v1"), newDeploymentSpec("webhook-v2")}
+	for i := range deployments {
+		deployments[i].Spec.Selector.MatchLabels = maps.Clone(shared)
+		deployments[i].Spec.Template.Labels = maps.Clone(shared)
+	}
+	install := newInstall(deployments, newDefinition("v1.widgets.example.com", "webhook-v1"), newDefinition("v2.widgets.example.com", "webhook-v2"))
+	serving := &Serving{SecretName: "s", Fingerprint: "f"}
+	pods := map[string]labels.Set{}
+	for _, d := range deployments {
+		pods[d.Name] = labels.Set(Deployment(install, d, serving).Spec.Template.Labels)
+	}
+	webhooks := Webhooks(install)
+	if len(webhooks) != 2 {
+		t.Fatalf("Webhooks: got %d, want 2", len(webhooks))
+	}
+	for _, w := range webhooks {
+		svc, err := Service(install, deploymentSpec(deployments, w.Deployment), w)
+		if err != nil {
+			t.Fatalf("Service: %v", err)
+		}
+		selector := labels.SelectorFromSet(svc.Spec.Selector)
+		for name, podLabels := range pods {
+			if got, want := selector.Matches(podLabels), name == w.Deployment; got != want {
+				t.Errorf("Service %s (selector %v) selects the pods of %s (labels %v): %v, want %v", svc.Name, svc.Spec.Selector, name, podLabels, got, want)
+			}
+		}
+		if !SelectsOwnPods(svc) {
+			t.Errorf("SelectsOwnPods(%s) = false, want true", svc.Name)
+		}
+		// Until its pods carry the label, a Service made before keeps the
+		// selector it had: the matchLabels alone, under their own hash.
+		old := WithSharedSelector(WithSpecHash(svc))
+		if !reflect.DeepEqual(old.Spec.Selector, shared) || SelectsOwnPods(old) {
+			t.Errorf("WithSharedSelector: selector %v, want %v", old.Spec.Selector, shared)
+		}
+		if old.Annotations[AnnotationSpecHash] == WithSpecHash(svc).Annotations[AnnotationSpecHash] {
+			t.Errorf("WithSharedSelector kept the narrowed Service's hash: the narrowing would never be applied")
+		}
+	}
+}
+
+func deploymentSpec(deployments []operatorsv1alpha1.StrategyDeploymentSpec, name string) *appsv1.DeploymentSpec {
+	for i := range deployments {
+		if deployments[i].Name == name {
+			return &deployments[i].Spec
+		}
+	}
+	return nil
 }
 
 func TestServiceNeedsMatchLabels(t *testing.T) {
