@@ -3,7 +3,6 @@ package runner
 import (
 	"context"
 	"crypto/tls"
-	"errors"
 	"io"
 	"log"
 	"net/http"
@@ -20,7 +19,10 @@ import (
 // mounts. Unlike testcluster.HandlerHost it uses no inotify watch (the
 // kernel allows 128 per user; the benchmark runs ~1,600 pods): it reloads
 // the key pair when the volume's ..data link moves, which is exactly when
-// kubelet (and its stand-in) publishes a new Secret payload.
+// kubelet (and its stand-in) publishes a new Secret payload. It drains on
+// the way out as testcluster.HandlerHost does: a Shutdown straight away
+// failed one storm read with EOF (a pooled connection closed under the
+// API server).
 type converterHost struct{}
 
 func (converterHost) Run(ctx context.Context, env *testcluster.PodEnv) error {
@@ -59,15 +61,5 @@ func (converterHost) Run(ctx context.Context, env *testcluster.PodEnv) error {
 		ReadHeaderTimeout: 10 * time.Second,
 		ErrorLog:          log.New(io.Discard, "", 0),
 	}
-	go func() {
-		<-ctx.Done()
-		shutdown, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		defer cancel()
-		_ = srv.Shutdown(shutdown)
-	}()
-	env.MarkReady()
-	if err := srv.ServeTLS(env.Listener, "", ""); !errors.Is(err, http.ErrServerClosed) {
-		return err
-	}
-	return nil
+	return testcluster.ServeDraining(ctx, env, srv, 0)
 }

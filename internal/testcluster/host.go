@@ -102,15 +102,27 @@ func (h HandlerHost) Run(ctx context.Context, env *PodEnv) error {
 	watcher = watcher.WithWatchInterval(time.Second)
 	go func() { _ = watcher.Start(ctx) }()
 
-	var draining atomic.Bool
 	srv := &http.Server{
-		Handler:           closeWhenDraining(h.Handler, &draining),
+		Handler:           h.Handler,
 		TLSConfig:         &tls.Config{GetCertificate: watcher.GetCertificate, MinVersion: tls.VersionTLS12},
 		ReadHeaderTimeout: 10 * time.Second,
 		// Failed handshakes are expected (tests present wrong CAs on purpose).
 		ErrorLog: log.New(io.Discard, "", 0),
 	}
-	drain := h.DrainPeriod
+	return ServeDraining(ctx, env, srv, h.DrainPeriod)
+}
+
+// ServeDraining serves srv over TLS on env.Listener, marks the pod ready,
+// and when ctx ends drains for drain (DefaultDrainPeriod when 0) before it
+// shuts down, as a well-behaved webhook pod does on SIGTERM: the pod is
+// already out of the Service, so it answers what still comes on pooled
+// connections, each answer telling the client to close that connection
+// itself. (SetKeepAlivesEnabled(false), or a Shutdown straight away,
+// would close idle connections under a client about to use them: the
+// client's request then fails with EOF.)
+func ServeDraining(ctx context.Context, env *PodEnv, srv *http.Server, drain time.Duration) error {
+	var draining atomic.Bool
+	srv.Handler = closeWhenDraining(srv.Handler, &draining)
 	if drain == 0 {
 		drain = DefaultDrainPeriod
 	}
@@ -118,10 +130,6 @@ func (h HandlerHost) Run(ctx context.Context, env *PodEnv) error {
 	go func() {
 		defer close(stopped)
 		<-ctx.Done()
-		// The pod is already out of the Service: answer what still comes on
-		// pooled connections, each answer telling the client to close that
-		// connection itself, then stop. (SetKeepAlivesEnabled(false) would
-		// close idle connections under a client about to use them.)
 		draining.Store(true)
 		time.Sleep(drain)
 		shutdownCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -129,7 +137,7 @@ func (h HandlerHost) Run(ctx context.Context, env *PodEnv) error {
 		_ = srv.Shutdown(shutdownCtx)
 	}()
 	env.MarkReady()
-	err = srv.ServeTLS(env.Listener, "", "")
+	err := srv.ServeTLS(env.Listener, "", "")
 	if !errors.Is(err, http.ErrServerClosed) {
 		return err
 	}

@@ -32,6 +32,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1alpha1 "github.com/hookwright/hookwright/api/v1alpha1"
+	"github.com/hookwright/hookwright/controllers/desired"
 	"github.com/hookwright/hookwright/controllers/guard"
 	"github.com/hookwright/hookwright/internal/testcluster"
 	"github.com/hookwright/hookwright/internal/testfixtures"
@@ -678,6 +679,15 @@ var _ = Describe("Upgrading Hookwright from the previous release", Ordered, func
 		}, 20*time.Second, time.Second).Should(Succeed())
 		fmt.Fprintf(GinkgoWriter, "current manager: %v reconcile passes, %v errors\n", passes(Default),
 			current.metricSum(Default, "controller_runtime_reconcile_total", `controller="webhookinstall"`, `result="error"`))
+
+		By("every webhook Service selects its own Deployment's pods only, once they all carry the label; the readers still read")
+		for i, f := range fixtures {
+			Eventually(func(g Gomega) {
+				svc := &corev1.Service{}
+				g.Expect(cluster.Client.Get(ctx, client.ObjectKey{Namespace: f.ns, Name: before[i].conversionService}, svc)).To(Succeed())
+				g.Expect(svc.Spec.Selector).To(HaveKeyWithValue(desired.LabelDeployment, f.deployment), "service %s/%s", f.ns, svc.Name)
+			}).Should(Succeed())
+		}
 
 		By("comparing with what the previous release left: no Secret written, no rotation recorded, the same caBundle")
 		var problems []string
