@@ -75,7 +75,7 @@ func collectAPIServerProfile(ctx context.Context, cfg *rest.Config, path string,
 	}
 	started := time.Now()
 	var chunks []*profile.Profile
-	for {
+	for stopped := false; !stopped; {
 		body, err := cs.Discovery().RESTClient().Get().AbsPath("/debug/pprof/profile").
 			Param("seconds", strconv.Itoa(int(apiServerProfileChunk.Seconds()))).DoRaw(ctx)
 		if err != nil {
@@ -88,12 +88,11 @@ func collectAPIServerProfile(ctx context.Context, cfg *rest.Config, path string,
 		chunks = append(chunks, p)
 		select {
 		case <-stop:
+			stopped = true
 		case <-ctx.Done():
 			return nil, ctx.Err()
 		default:
-			continue
 		}
-		break
 	}
 	merged, err := profile.Merge(chunks)
 	if err != nil {
