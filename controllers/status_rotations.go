@@ -12,6 +12,7 @@ import (
 
 	v1alpha1 "github.com/hookwright/hookwright/api/v1alpha1"
 	"github.com/hookwright/hookwright/certs"
+	"github.com/hookwright/hookwright/controllers/rotation"
 )
 
 // maxRotationHistory bounds status.rotations.
@@ -144,6 +145,14 @@ func certificatesMessage(s *installState) string {
 // regardless of the note, and CA and serving rotations must not merge.
 // Repeated rotations of one kind are counted in their series; the
 // per-rotation record with fingerprints is status.rotations.
+//
+// Two kinds of rotation are not transitions anyone acts on when they
+// start (eventsOf): an install's first certificates replace nothing, so
+// they get one Event, when they end, whose note says both
+// (firstIssuanceNote); and a serving certificate moved to a new CA is a
+// step of that CA's rotation, whose Events tell it, so it gets an Event
+// only if it fails. That is two writes less per install, and two per CA
+// rotation.
 func (r *WebhookInstallReconciler) recordRotations(install *v1alpha1.WebhookInstall, old, next []v1alpha1.RotationRecord) {
 	known := map[string]v1alpha1.RotationOutcome{}
 	for _, rec := range old {
@@ -151,22 +160,58 @@ func (r *WebhookInstallReconciler) recordRotations(install *v1alpha1.WebhookInst
 	}
 	for _, rec := range next {
 		before, seen := known[rotationKey(rec)]
+		told := eventsOf(rec)
 		switch {
-		case !seen:
-			r.Recorder.Eventf(install, nil, corev1.EventTypeNormal, string(rec.Kind)+"RotationStarted", "Rotate",
-				"%s certificate rotation of service %s started (%s: %s): %s -> %s", rec.Kind, rec.Service, rec.Reason, rec.Message, orNone(rec.OldFingerprint), rec.NewFingerprint)
-		case before == rec.Outcome:
+		case !seen && told == toldAtStartAndEnd:
+			r.Recorder.Eventf(install, nil, corev1.EventTypeNormal, string(rec.Kind)+"RotationStarted", "Rotate", "%s", startedNote(rec))
+		case seen && before == rec.Outcome:
 			continue
 		}
 		switch rec.Outcome {
 		case v1alpha1.RotationSucceeded:
-			r.Recorder.Eventf(install, nil, corev1.EventTypeNormal, string(rec.Kind)+"RotationCompleted", "Rotate",
-				"%s certificate rotation of service %s completed: %s now serves", rec.Kind, rec.Service, rec.NewFingerprint)
+			switch told {
+			case toldAtStartAndEnd:
+				r.Recorder.Eventf(install, nil, corev1.EventTypeNormal, string(rec.Kind)+"RotationCompleted", "Rotate",
+					"%s certificate rotation of service %s completed: %s now serves", rec.Kind, rec.Service, rec.NewFingerprint)
+			case toldAtEnd:
+				r.Recorder.Eventf(install, nil, corev1.EventTypeNormal, string(rec.Kind)+"RotationCompleted", "Rotate", "%s", firstIssuanceNote(rec))
+			}
 		case v1alpha1.RotationFailed:
 			r.Recorder.Eventf(install, nil, corev1.EventTypeWarning, string(rec.Kind)+"RotationFailed", "Rotate",
 				"%s certificate rotation of service %s did not complete: %s", rec.Kind, rec.Service, rec.Message)
 		}
 	}
+}
+
+// rotationTold says which Events tell a rotation that did not fail.
+type rotationTold int
+
+const (
+	toldAtStartAndEnd rotationTold = iota // <Kind>RotationStarted, then <Kind>RotationCompleted
+	toldAtEnd                             // one <Kind>RotationCompleted saying both (firstIssuanceNote)
+	toldIfFailed                          // none: another rotation's Events tell it
+)
+
+func eventsOf(rec v1alpha1.RotationRecord) rotationTold {
+	switch rec.Reason {
+	case rotation.ReasonInitial:
+		return toldAtEnd
+	case reasonCARotation:
+		return toldIfFailed
+	}
+	return toldAtStartAndEnd
+}
+
+// startedNote is a <Kind>RotationStarted Event's note; `hookwright audit`
+// parses it (internal/audit).
+func startedNote(rec v1alpha1.RotationRecord) string {
+	return fmt.Sprintf("%s certificate rotation of service %s started (%s: %s): %s -> %s", rec.Kind, rec.Service, rec.Reason, rec.Message, orNone(rec.OldFingerprint), rec.NewFingerprint)
+}
+
+// firstIssuanceNote is the note of the one Event of an install's first
+// certificates: the started note, and that they completed.
+func firstIssuanceNote(rec v1alpha1.RotationRecord) string {
+	return startedNote(rec) + " and completed"
 }
 
 func rotationKey(rec v1alpha1.RotationRecord) string {

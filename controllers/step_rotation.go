@@ -162,7 +162,7 @@ func (r *WebhookInstallReconciler) keepTrust(ctx context.Context, s *installStat
 // movedToActive is the serving rotation that moves the serving
 // certificate to a new active CA (promotion, or after KeepTrust).
 func movedToActive(o rotation.Observed) rotation.Action {
-	return rotation.Action{Reason: "CARotation", Message: "serving certificate moved to the new CA " + certs.Fingerprint(o.Active.Cert)}
+	return rotation.Action{Reason: reasonCARotation, Message: "serving certificate moved to the new CA " + certs.Fingerprint(o.Active.Cert)}
 }
 
 func parseFails(pemBytes []byte) bool {

@@ -166,8 +166,11 @@ func fromRecord(in *v1alpha1.WebhookInstall, rec v1alpha1.RotationRecord) Rotati
 
 // startedNote is the note of a <Kind>RotationStarted Event
 // (controllers/status_rotations.go): "<kind> certificate rotation of
-// service <svc> started (<reason>: <message>): <old> -> <new>".
-var startedNote = regexp.MustCompile(`^(\S+) certificate rotation of service (\S+) started \(([^:]*): .*\): (\S+) -> (\S+)$`)
+// service <svc> started (<reason>: <message>): <old> -> <new>". An
+// install's first certificates have no Started Event: their one
+// <Kind>RotationCompleted Event carries the same note with " and
+// completed" after it.
+var startedNote = regexp.MustCompile(`^(\S+) certificate rotation of service (\S+) started \(([^:]*): .*\): (\S+) -> (\S+?)( and completed)?$`)
 
 // fromEvents reads the rotations the Events of WebhookInstalls record.
 // events.k8s.io folds repeats of one reason into a series whose note is
@@ -177,23 +180,28 @@ var startedNote = regexp.MustCompile(`^(\S+) certificate rotation of service (\S
 func fromEvents(events []corev1.Event) []Rotation {
 	var out []Rotation
 	for _, e := range events {
-		if e.InvolvedObject.Kind != "WebhookInstall" || !strings.HasSuffix(e.Reason, "RotationStarted") {
+		started := strings.HasSuffix(e.Reason, "RotationStarted")
+		if e.InvolvedObject.Kind != "WebhookInstall" || !started && !strings.HasSuffix(e.Reason, "RotationCompleted") {
 			continue
 		}
 		m := startedNote.FindStringSubmatch(e.Message)
-		if m == nil {
-			continue
+		if m == nil || started == (m[6] != "") {
+			continue // a Completed Event of a later rotation: its start is the Started Event
 		}
 		old := m[4]
 		if old == "(none)" {
 			old = ""
 		}
-		started := e.EventTime.Time
-		if started.IsZero() {
-			started = e.FirstTimestamp.Time
+		at := e.EventTime.Time
+		if at.IsZero() {
+			at = e.FirstTimestamp.Time
+		}
+		outcome := string(v1alpha1.RotationSucceeded)
+		if started {
+			outcome = outcomeFromEvents(events, e, m[2], m[5])
 		}
 		out = append(out, Rotation{Namespace: e.InvolvedObject.Namespace, Install: e.InvolvedObject.Name, Service: m[2], Kind: m[1],
-			Reason: m[3], Started: metav1.NewTime(started.Truncate(time.Second)), Outcome: outcomeFromEvents(events, e, m[2], m[5]),
+			Reason: m[3], Started: metav1.NewTime(at.Truncate(time.Second)), Outcome: outcome,
 			OldFingerprint: old, NewFingerprint: m[5], Source: "event"})
 	}
 	return out

@@ -50,6 +50,17 @@ func startedEvent(in v1alpha1.WebhookInstall, kind string, started time.Duration
 	}
 }
 
+// firstIssuanceEvent is the one Event of an install's first certificates:
+// a Completed Event whose note says they started and completed.
+func firstIssuanceEvent(in v1alpha1.WebhookInstall, kind string, at time.Duration, new string) corev1.Event {
+	return corev1.Event{
+		InvolvedObject: corev1.ObjectReference{Kind: "WebhookInstall", Namespace: in.Namespace, Name: in.Name, UID: in.UID},
+		Reason:         kind + "RotationCompleted",
+		Message:        kind + " certificate rotation of service a-service started (Initial: first certificates of the service): (none) -> " + new + " and completed",
+		EventTime:      metav1.NewMicroTime(t0.Add(at)),
+	}
+}
+
 func completedEvent(in v1alpha1.WebhookInstall, kind, new string) corev1.Event {
 	return corev1.Event{
 		InvolvedObject: corev1.ObjectReference{Kind: "WebhookInstall", Namespace: in.Namespace, Name: in.Name, UID: in.UID},
@@ -66,8 +77,10 @@ func TestBuildListsEachRotationOnceOldestFirst(t *testing.T) {
 	events := []corev1.Event{
 		// The same serving rotation as in status: listed once, from status.
 		startedEvent(in, "Serving", 2*time.Hour, "s1", "s2"),
-		// An older rotation only the Events still know (trimmed from status).
-		startedEvent(in, "CA", time.Hour, "(none)", "ca1"),
+		// Older rotations only the Events still know (trimmed from status):
+		// the first certificates, told by one Event, and a CA rotation.
+		firstIssuanceEvent(in, "CA", 30*time.Minute, "ca0"),
+		startedEvent(in, "CA", time.Hour, "ca0", "ca1"),
 		completedEvent(in, "CA", "ca1"),
 		// Another install's, with no completion Event left.
 		startedEvent(older, "Serving", 90*time.Minute, "x1", "x2"),
@@ -79,7 +92,8 @@ func TestBuildListsEachRotationOnceOldestFirst(t *testing.T) {
 		got = append(got, strings.Join([]string{r.Namespace, r.Kind, r.OldFingerprint, r.NewFingerprint, r.Outcome, r.Source}, " "))
 	}
 	want := []string{
-		"team-a CA  ca1 Succeeded event",
+		"team-a CA  ca0 Succeeded event",
+		"team-a CA ca0 ca1 Succeeded event",
 		"team-b Serving x1 x2 Unknown event",
 		"team-a Serving s1 s2 Succeeded status",
 		"team-a CA ca1 ca2 InProgress status",
