@@ -197,49 +197,29 @@ func (r *WebhookInstallReconciler) convertThroughAPIServer(ctx context.Context, 
 // probeConversion makes the API server convert through the webhook. It
 // reads one stored object at version (in the install's namespace first,
 // then anywhere): the API server converts it from the storage version, and
-// a webhook that refuses it shows. It then dry-run creates an empty object
+// a webhook that refuses it shows. It also dry-run creates an empty object
 // at version, which the API server converts to the storage version through
 // the webhook there and then: a LIST may be answered from the API server's
 // watch cache of that version, filled through the webhook earlier, so a
-// webhook that stopped serving since shows only in the dry-run.
+// webhook that stopped serving since shows only in the dry-run. The read
+// and the dry run are independent requests, so they run at once: an
+// install's verification waits for the slower of them, not their sum.
 func (r *WebhookInstallReconciler) probeConversion(ctx context.Context, install *v1alpha1.WebhookInstall, crd *apiextensionsv1.CustomResourceDefinition, version string) probe {
-	gv := crd.Spec.Group + "/" + version
-	resource := crd.Spec.Names.Plural + "." + crd.Spec.Group
-	// The status is the install's namespace's to read: it names an object
-	// only from that namespace, so it looks there first and then anywhere.
-	scopes := []string{""}
-	if crd.Spec.Scope == apiextensionsv1.NamespaceScoped {
-		scopes = []string{install.Namespace, ""}
-	}
-	read := "" // what the LIST read
-	for _, scope := range scopes {
-		ours := scope != ""
-		list := &unstructured.UnstructuredList{}
-		list.SetAPIVersion(gv)
-		list.SetKind(crd.Spec.Names.ListKind)
-		if err := r.APIReader.List(ctx, list, client.Limit(1), client.InNamespace(scope)); err != nil {
-			if apierrors.IsForbidden(err) {
-				return probe{forbidden: &verifyForbiddenError{resource: resource, cause: err.Error()}}
-			}
-			return failedProbe(ctx, install, crd, version, err, ours)
-		}
-		if len(list.Items) == 0 {
-			continue
-		}
-		read = fmt.Sprintf("read an object outside namespace %s at %s through the webhook", install.Namespace, version)
-		if ours {
-			read = fmt.Sprintf("read %s at %s through the webhook", client.ObjectKeyFromObject(&list.Items[0]), version)
-		}
-		break
-	}
+	stored := make(chan storedRead, 1)
+	go func() { stored <- r.readStored(ctx, install, crd, version) }()
 	obj := &unstructured.Unstructured{}
-	obj.SetAPIVersion(gv)
+	obj.SetAPIVersion(crd.Spec.Group + "/" + version)
 	obj.SetKind(crd.Spec.Names.Kind)
 	obj.SetGenerateName("hookwright-verify-")
 	if crd.Spec.Scope == apiextensionsv1.NamespaceScoped {
 		obj.SetNamespace(install.Namespace)
 	}
 	err := r.Client.Create(ctx, obj, client.DryRunAll)
+	sr := <-stored
+	if sr.failed != nil {
+		return *sr.failed
+	}
+	read := sr.read
 	if err == nil {
 		if read != "" {
 			return probe{converted: true, trusted: true, message: read}
@@ -260,11 +240,54 @@ func (r *WebhookInstallReconciler) probeConversion(ctx context.Context, install 
 		// have answered it from its watch cache.
 		return probe{converted: true, trusted: true, message: fmt.Sprintf("%s (maybe from the API server's watch cache: a dry-run object that would make it call the webhook now was rejected before conversion: %v)", read, err)}
 	case reason == "" && apierrors.IsForbidden(err):
-		return probe{forbidden: &verifyForbiddenError{resource: resource, cause: err.Error()}}
+		return probe{forbidden: &verifyForbiddenError{resource: crdResource(crd), cause: err.Error()}}
 	case reason == "":
 		return probe{message: fmt.Sprintf("no %s exist yet and a dry-run object was rejected before conversion (%v); verification runs again on the next change", crd.Spec.Names.Plural, err)}
 	}
 	return failedProbe(ctx, install, crd, version, err, true)
+}
+
+// crdResource names crd's resource as RBAC does: <plural>.<group>.
+func crdResource(crd *apiextensionsv1.CustomResourceDefinition) string {
+	return crd.Spec.Names.Plural + "." + crd.Spec.Group
+}
+
+// storedRead is what probeConversion's read of a stored object found:
+// read says what converted ("" when no object exists), failed is the
+// probe's result when the read itself failed.
+type storedRead struct {
+	read   string
+	failed *probe
+}
+
+// readStored lists one object at version, in the install's namespace
+// first (the status names an object only from there), then anywhere.
+func (r *WebhookInstallReconciler) readStored(ctx context.Context, install *v1alpha1.WebhookInstall, crd *apiextensionsv1.CustomResourceDefinition, version string) storedRead {
+	scopes := []string{""}
+	if crd.Spec.Scope == apiextensionsv1.NamespaceScoped {
+		scopes = []string{install.Namespace, ""}
+	}
+	for _, scope := range scopes {
+		ours := scope != ""
+		list := &unstructured.UnstructuredList{}
+		list.SetAPIVersion(crd.Spec.Group + "/" + version)
+		list.SetKind(crd.Spec.Names.ListKind)
+		if err := r.APIReader.List(ctx, list, client.Limit(1), client.InNamespace(scope)); err != nil {
+			if apierrors.IsForbidden(err) {
+				return storedRead{failed: &probe{forbidden: &verifyForbiddenError{resource: crdResource(crd), cause: err.Error()}}}
+			}
+			p := failedProbe(ctx, install, crd, version, err, ours)
+			return storedRead{failed: &p}
+		}
+		if len(list.Items) == 0 {
+			continue
+		}
+		if ours {
+			return storedRead{read: fmt.Sprintf("read %s at %s through the webhook", client.ObjectKeyFromObject(&list.Items[0]), version)}
+		}
+		return storedRead{read: fmt.Sprintf("read an object outside namespace %s at %s through the webhook", install.Namespace, version)}
+	}
+	return storedRead{}
 }
 
 // failedProbe reports a conversion the API server failed. ours: the read
