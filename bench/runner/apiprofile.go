@@ -150,19 +150,22 @@ func sampleCalls(s *profile.Sample, fn string) bool {
 	return false
 }
 
-// apiServerProfilePath is where the profile of P4's largest batch goes.
-func (b *bench) apiServerProfilePath() string {
+// apiServerProfilePath is where a profile of the API server goes:
+// p4-apiserver-cpu.pprof for P4's largest batch, storm-apiserver-cpu.pprof
+// for the rotation storm.
+func (b *bench) apiServerProfilePath(measure string) string {
 	dir := b.opts.ProfileDir
 	if dir == "" {
 		dir = b.work
 	}
-	return filepath.Join(dir, "p4-apiserver-cpu.pprof")
+	return filepath.Join(dir, measure+"-apiserver-cpu.pprof")
 }
 
-// apiServerNote renders the profile's shares for the report.
-func apiServerNote(p *apiServerProfile, n int) string {
-	note := fmt.Sprintf("**P4, the API server's side** (`%s`): kube-apiserver's own CPU profile (its /debug/pprof/profile, in chunks of %s, merged) over the N=%d batch: %s of CPU in %s of wall time (%.2f of the 2 cores on average; etcd, kube-controller-manager, the pod stand-in and the operator share the machine, and the profiling costs the server some CPU of its own). Share of the server's CPU spent under each function (cumulative; the rows overlap: a CRD write's OpenAPI rebuild also allocates, and its garbage is collected):\n",
-		filepath.Base(p.Path), apiServerProfileChunk, n, secs(p.CPU), secs(p.Seconds), p.CPU/p.Seconds)
+// apiServerNote renders the profile's shares for the report; title names
+// the measure, over says what the profile covers ("the N=1000 batch").
+func apiServerNote(p *apiServerProfile, title, over string) string {
+	note := fmt.Sprintf("**%s, the API server's side** (`%s`): kube-apiserver's own CPU profile (its /debug/pprof/profile, in chunks of %s, merged) over %s: %s of CPU in %s of wall time (%.2f of the 2 cores on average; etcd, kube-controller-manager, the pod stand-in and the operator share the machine, and the profiling costs the server some CPU of its own). Share of the server's CPU spent under each function (cumulative; the rows overlap: a CRD write's OpenAPI rebuild also allocates, and its garbage is collected):\n",
+		title, filepath.Base(p.Path), apiServerProfileChunk, over, secs(p.CPU), secs(p.Seconds), p.CPU/p.Seconds)
 	for _, s := range p.Shares {
 		note += fmt.Sprintf("\n- %.1f%%: %s (`%s`)", 100*s.Share, s.What, s.Func)
 	}

@@ -83,7 +83,7 @@ func (b *bench) p4Batch(ctx context.Context, n int, last bool) (*p4Size, error) 
 	var profiled <-chan profileOutcome
 	stopProfile := make(chan struct{})
 	if last {
-		profiled = profileAPIServer(ctx, b.cluster.Config, b.apiServerProfilePath(), stopProfile)
+		profiled = profileAPIServer(ctx, b.cluster.Config, b.apiServerProfilePath("p4"), stopProfile)
 	}
 	cpu0 := cpuSeconds(b.operator.pid())
 	t0 := time.Now()
@@ -165,15 +165,8 @@ func (b *bench) p4Batch(ctx context.Context, n int, last bool) (*p4Size, error) 
 	res.ApplyP50, res.ApplyP99 = percentile(applyToVerified, 50), percentile(applyToVerified, 99)
 	res.StandInP50 = percentile(standIn, 50)
 	if m1, err := b.operator.metrics(); err == nil {
-		const ctl = "webhookinstall"
-		res.Reconciles = m1.sum("controller_runtime_reconcile_total", "controller", ctl) - m0.sum("controller_runtime_reconcile_total", "controller", ctl)
-		dt := m1.sum("controller_runtime_reconcile_time_seconds_sum", "controller", ctl) - m0.sum("controller_runtime_reconcile_time_seconds_sum", "controller", ctl)
-		dc := m1.sum("controller_runtime_reconcile_time_seconds_count", "controller", ctl) - m0.sum("controller_runtime_reconcile_time_seconds_count", "controller", ctl)
-		res.ReconcileMean = dt / dc
-		qt := m1.sum("workqueue_queue_duration_seconds_sum", "name", ctl) - m0.sum("workqueue_queue_duration_seconds_sum", "name", ctl)
-		qc := m1.sum("workqueue_queue_duration_seconds_count", "name", ctl) - m0.sum("workqueue_queue_duration_seconds_count", "name", ctl)
-		res.QueueWaitMean = qt / qc
-		res.Concurrency = m1.sum("controller_runtime_max_concurrent_reconciles", "controller", ctl)
+		res.Reconciles, res.ReconcileMean, res.QueueWaitMean = workqueueDelta(m0, m1)
+		res.Concurrency = m1.sum("controller_runtime_max_concurrent_reconciles", "controller", reconcilerName)
 	}
 	b.logf("P4 N=%d: %d/%d converged in %s, %d writes (%.1f per install), %d dry runs", n, res.Converged, n, secs(res.Seconds), res.Writes, float64(res.Writes)/float64(n), res.DryRuns)
 	return res, nil
@@ -276,4 +269,19 @@ func joinCells(cells []string) string {
 		out += c
 	}
 	return out
+}
+
+// reconcilerName is the WebhookInstall controller's name in the metrics.
+const reconcilerName = "webhookinstall"
+
+// workqueueDelta: the reconciles between two scrapes of the operator's
+// metrics, their mean duration and the mean time items waited queued.
+func workqueueDelta(m0, m1 promText) (reconciles, reconcileMean, queueWaitMean float64) {
+	delta := func(name, label string) float64 {
+		return m1.sum(name, label, reconcilerName) - m0.sum(name, label, reconcilerName)
+	}
+	reconciles = delta("controller_runtime_reconcile_total", "controller")
+	reconcileMean = delta("controller_runtime_reconcile_time_seconds_sum", "controller") / delta("controller_runtime_reconcile_time_seconds_count", "controller")
+	queueWaitMean = delta("workqueue_queue_duration_seconds_sum", "name") / delta("workqueue_queue_duration_seconds_count", "name")
+	return reconciles, reconcileMean, queueWaitMean
 }

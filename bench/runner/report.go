@@ -341,7 +341,12 @@ func (r *Report) evidence(w func(string, ...any)) {
 	if p := r.P4; p != nil && p.APIServer != nil && len(p.Sizes) > 0 {
 		row, _ := r.Row("P4")
 		if row.Met != "yes" {
-			notes = append(notes, apiServerNote(p.APIServer, p.Sizes[len(p.Sizes)-1].N))
+			notes = append(notes, apiServerNote(p.APIServer, "P4", fmt.Sprintf("the N=%d batch", p.Sizes[len(p.Sizes)-1].N)))
+		}
+	}
+	if st := r.Storm; st != nil {
+		if row, _ := r.Row("Storm"); row.Met != "yes" {
+			notes = append(notes, st.timeNote())
 		}
 	}
 	if p := r.Profile; p != nil {

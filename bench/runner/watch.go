@@ -5,6 +5,7 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -39,7 +40,11 @@ type observer struct {
 	events    int // install add/update events seen: progress short of verification
 	// rotated: install first seen with a Succeeded CA rotation whose
 	// message has rotationMark (the rotation storm's request).
-	rotated      map[types.NamespacedName]time.Time
+	rotated map[types.NamespacedName]time.Time
+	// promoted: install first seen with its serving certificate moved to
+	// the new CA of that rotation (the rotation's midpoint: the old CA
+	// still has to leave every caBundle).
+	promoted     map[types.NamespacedName]time.Time
 	rotationMark string
 	stop         context.CancelFunc
 }
@@ -63,6 +68,7 @@ func startObserver(cfg *rest.Config) (*observer, error) {
 		available: map[types.NamespacedName]time.Time{}, verified: map[types.NamespacedName]time.Time{},
 		created: map[types.NamespacedName]time.Time{}, serving: map[types.NamespacedName][]servingCert{},
 		phases: map[types.NamespacedName]v1alpha1.InstallPhase{}, rotated: map[types.NamespacedName]time.Time{},
+		promoted: map[types.NamespacedName]time.Time{},
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	o.stop = cancel
@@ -121,6 +127,9 @@ func (o *observer) install(obj any) {
 	if mark != "" && caRotatedFor(whi, mark) {
 		o.first(o.rotated, key)
 	}
+	if mark != "" && caPromotedFor(whi, mark) {
+		o.first(o.promoted, key)
+	}
 	c := meta.FindStatusCondition(whi.Status.Conditions, v1alpha1.TypeConversionVerified)
 	if c != nil && c.Status == "True" && c.ObservedGeneration == whi.Generation {
 		o.first(o.verified, key)
@@ -136,6 +145,21 @@ func caRotatedFor(whi *v1alpha1.WebhookInstall, mark string) bool {
 		}
 	}
 	return false
+}
+
+// caPromotedFor says whether the serving certificate moved to the new CA
+// of the CA rotation whose message carries mark (the serving record's
+// message names that CA: controllers/step_rotation.go).
+func caPromotedFor(whi *v1alpha1.WebhookInstall, mark string) bool {
+	newCA := ""
+	for _, rec := range whi.Status.Rotations {
+		if rec.Kind == v1alpha1.RotationCA && strings.Contains(rec.Message, mark) {
+			newCA = rec.NewFingerprint
+		}
+	}
+	return newCA != "" && slices.ContainsFunc(whi.Status.Rotations, func(rec v1alpha1.RotationRecord) bool {
+		return rec.Kind == v1alpha1.RotationServing && strings.HasSuffix(rec.Message, "moved to the new CA "+newCA)
+	})
 }
 
 // watchRotations makes the observer record CA rotations marked with mark.
