@@ -165,6 +165,16 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 		opts.Log = io.Discard
 	}
 	b := &bench{opts: opts, sz: sizesFor(opts.Smoke), log: opts.Log}
+	// Every process the bench starts (the control plane, both operators,
+	// go test) runs with the Go runtime's default collector: a GOGC or
+	// GOMEMLIMIT left in the caller's environment to speed up builds would
+	// change what P4, P5 and the storm measure (at GOGC=400 kube-apiserver
+	// held 16 GB with 2,400 CRDs, and the machine ran out of memory).
+	for _, v := range []string{"GOGC", "GOMEMLIMIT"} {
+		if err := os.Unsetenv(v); err != nil {
+			return nil, err
+		}
+	}
 	if opts.P1 > 0 {
 		b.sz.p1 = opts.P1
 	}
