@@ -192,6 +192,8 @@ func fromEvents(events []corev1.Event) []Rotation {
 		if old == "(none)" {
 			old = ""
 		}
+		// A first issuance's one Event is recorded when it completes: its
+		// Started is that moment; status.rotations has the exact start.
 		at := e.EventTime.Time
 		if at.IsZero() {
 			at = e.FirstTimestamp.Time
