@@ -112,6 +112,11 @@ var _ = Describe("Installing a conversion webhook", func() {
 		eventuallyPhase(ctx, ns, "widgets", v1alpha1.PhaseSucceeded, v1alpha1.ReasonSucceeded)
 		Expect(conversionService(getCRD(ctx, crdName))).To(Equal(ns + "/widget-webhook-service"))
 
+		By("telling where the install ended, not the steps it waited in")
+		Eventually(func(g Gomega) []string { return eventNotes(ctx, g, ns) }).Should(ContainElement(HavePrefix("Succeeded: ")))
+		Expect(eventNotes(ctx, Default, ns)).NotTo(ContainElement(HavePrefix("Installing: ")),
+			"a new install's wait for its Deployment is a step: the status shows it, and the Event tells its end")
+
 		By("reading the order of the writes in the API server's audit log")
 		events, _, err := cluster.AuditEvents(start)
 		Expect(err).NotTo(HaveOccurred())

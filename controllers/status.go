@@ -268,13 +268,13 @@ func crdUnverifiable(s *installState) string {
 	return strings.Join(msgs, "; ")
 }
 
-// recordTransitions emits an Event when the phase or its reason changes,
-// and for every rotation that started or ended; never on a resync that
-// changes nothing.
+// recordTransitions emits an Event when the phase or its reason changes
+// (phaseChangeTold), and for every rotation that started or ended; never
+// on a resync that changes nothing.
 func (r *WebhookInstallReconciler) recordTransitions(install *v1alpha1.WebhookInstall, old, next v1alpha1.WebhookInstallStatus) {
 	r.recordRotations(install, old.Rotations, next.Rotations)
 	r.recordMigrations(install, old.StorageMigrations, next.StorageMigrations)
-	if old.Phase == next.Phase && old.Reason == next.Reason {
+	if !phaseChangeTold(old, next) {
 		return
 	}
 	eventType := corev1.EventTypeNormal
@@ -282,4 +282,19 @@ func (r *WebhookInstallReconciler) recordTransitions(install *v1alpha1.WebhookIn
 		eventType = corev1.EventTypeWarning
 	}
 	r.Recorder.Eventf(install, nil, eventType, next.Reason, "Reconcile", "%s: %s", next.Phase, next.Message)
+}
+
+// phaseChangeTold: a change of phase or reason gets an Event, except a
+// step within Installing. A new install's creator knows it is installing,
+// and its steps (waiting for the Deployment, verifying) pass in seconds:
+// the Event a person needs is where it ends, Succeeded or Failed, while
+// the status shows the step under way. An install that had ended and goes
+// back to Installing (a lost endpoint, a retry after Failed) is told once,
+// on the way in, because someone may act on it.
+func phaseChangeTold(old, next v1alpha1.WebhookInstallStatus) bool {
+	if old.Phase == next.Phase && old.Reason == next.Reason {
+		return false
+	}
+	converging := old.Phase == "" || old.Phase == v1alpha1.PhasePending || old.Phase == v1alpha1.PhaseInstalling
+	return next.Phase != v1alpha1.PhaseInstalling || !converging
 }

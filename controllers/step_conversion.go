@@ -55,7 +55,7 @@ func (r *WebhookInstallReconciler) configureConversion(ctx context.Context, s *i
 			return err
 		}
 		// No Event per write: the first write is told by the install's
-		// phase Events (InProgress, then Succeeded), a caBundle change by
+		// phase Event (Succeeded or Failed), a caBundle change by
 		// the rotation's Events with both fingerprints, a restore by
 		// ConversionDriftRestored and a hand-over by TookOver.
 		c.crd.Spec.Conversion, c.state, c.written = want, v1alpha1.ConversionConfigured, true

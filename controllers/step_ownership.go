@@ -96,9 +96,10 @@ func (r *WebhookInstallReconciler) claimOwnership(ctx context.Context, s *instal
 		}
 	}
 	// No Event per claim: a claim is a step of the install, not a
-	// transition a person acts on. The phase Events tell the install's
-	// progress, status.conversionCRDs and the CRD's owner annotation who
-	// owns what, and a refused claim is a phase Event of its own.
+	// transition a person acts on. The status tells the install's
+	// progress and its phase Event where it ended, status.conversionCRDs
+	// and the CRD's owner annotation who owns what, and a refused claim is
+	// a phase Event of its own (Failed).
 	return nil
 }
 

@@ -86,7 +86,7 @@ func (r *WebhookInstallReconciler) ensureDeployment(ctx context.Context, s *inst
 		}
 	}
 	// No Event: the Deployment's own Events tell its rollout, and the
-	// install's phase Events tell when it is available.
+	// install's status tells when it is available.
 	if err := r.apply(ctx, want); err != nil {
 		return nil, err
 	}

@@ -39,6 +39,17 @@ func eventReasons(ctx context.Context, g Gomega, ns string) []string {
 	return reasons
 }
 
+// eventNotes lists the notes of the namespace's Events.
+func eventNotes(ctx context.Context, g Gomega, ns string) []string {
+	var events eventsv1.EventList
+	g.Expect(k8s.List(ctx, &events, client.InNamespace(ns))).To(Succeed())
+	var notes []string
+	for _, e := range events.Items {
+		notes = append(notes, e.Note)
+	}
+	return notes
+}
+
 func createWidgets(ctx context.Context, group, ns string, n int) []string {
 	var names []string
 	for i := range n {
