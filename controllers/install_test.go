@@ -147,6 +147,22 @@ var _ = Describe("Installing a conversion webhook", func() {
 				"the CRD was patched at %s, before the Deployment was available (status written at %s, the pod got ready after %s)",
 				p.Received.Format(time.StampMicro), madeAvailable.Completed.Format(time.StampMicro), gateOpened.Format(time.StampMicro))
 		}
+
+		By("verifying in the pass that pointed the CRD, once the operator's CRD watch showed the write")
+		pointed := conversionPatches[len(conversionPatches)-1]
+		var dryRun *testcluster.AuditEvent
+		for _, e := range operatorRequests(events, "create", "widgets", "", "") {
+			if e.Received.After(pointed.Completed) {
+				dryRun = &e
+				break
+			}
+		}
+		Expect(dryRun).NotTo(BeNil(), "the operator's verification (a dry-run create at v2) after it pointed the CRD")
+		for _, get := range operatorRequests(events, "get", "customresourcedefinitions", "", crdName) {
+			Expect(get.Received.After(pointed.Completed) && get.Received.Before(dryRun.Received)).To(BeFalse(),
+				"a pass began (a live read of the CRD at %s) between the conversion write (%s) and its verification (%s): the verification waited for a pass of its own",
+				get.Received.Format(time.StampMicro), pointed.Completed.Format(time.StampMicro), dryRun.Received.Format(time.StampMicro))
+		}
 	})
 
 	It("waits in Pending for a missing CRD and converges when it is created", func(ctx context.Context) {

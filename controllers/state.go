@@ -116,7 +116,10 @@ type crdState struct {
 
 	state        v1alpha1.ConversionState
 	message      string
-	written      bool   // spec.conversion written this pass
+	written      bool   // spec.conversion written this pass, not verified yet
+	// writtenVersion is the CRD's resourceVersion after that write: the
+	// pass verifies once Hookwright's CRD watch shows it (verify_watched.go).
+	writtenVersion string
 	driftManager string // another manager rewrote the conversion Hookwright had configured
 	unverifiable bool   // no object to convert, and a dry-run could not reach the webhook
 	handover     bool   // owned by the install this one replaces, or by a deleted one: taken over once this one serves

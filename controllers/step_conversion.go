@@ -17,9 +17,10 @@ import (
 	"github.com/hookwright/hookwright/controllers/desired"
 )
 
-// verifyDelay gives the API server time to load a just-written
-// spec.conversion before Hookwright checks it: verifying at once could
-// read through the previous configuration and prove nothing.
+// verifyDelay is when a pass that wrote a configuration and left its
+// verification to a later pass looks again, should no watch event wake it
+// sooner: verifying before the API server has loaded the write could
+// convert through the previous configuration and prove nothing.
 const verifyDelay = 2 * time.Second
 
 // retrySoon is the pause before retrying after a lost optimistic-concurrency race.
@@ -50,7 +51,8 @@ func (r *WebhookInstallReconciler) configureConversion(ctx context.Context, s *i
 					"spec.conversion of CRD %s was changed by field manager %q; Hookwright restored it (owner: WebhookInstall %s)", c.name, c.driftManager, installRef(s.install))
 			}
 		}
-		if err := r.apply(ctx, conversionApplyObject(c.name, want)); err != nil {
+		applied := conversionApplyObject(c.name, want)
+		if err := r.apply(ctx, applied); err != nil {
 			c.state, c.message = v1alpha1.ConversionFailed, err.Error()
 			return err
 		}
@@ -59,7 +61,7 @@ func (r *WebhookInstallReconciler) configureConversion(ctx context.Context, s *i
 		// the rotation's Events with both fingerprints, a restore by
 		// ConversionDriftRestored and a hand-over by TookOver.
 		c.crd.Spec.Conversion, c.state, c.written = want, v1alpha1.ConversionConfigured, true
-		s.retryWithin(verifyDelay)
+		c.writtenVersion = applied.GetResourceVersion()
 	}
 	return nil
 }
