@@ -98,7 +98,7 @@ func (r *WebhookInstallReconciler) Reconcile(ctx context.Context, req ctrl.Reque
 	if stepErr != nil {
 		return ctrl.Result{}, stepErr
 	}
-	return ctrl.Result{RequeueAfter: r.nextPass(s)}, nil
+	return ctrl.Result{RequeueAfter: r.nextPass(s), Priority: passPriority(s)}, nil
 }
 
 // nextPass is when to look again without an event: soon when a step asked

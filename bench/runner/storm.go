@@ -28,7 +28,7 @@ const (
 type stormResult struct {
 	Installs, Rotated int
 	Seconds           float64 // first request → last CA rotation seen Succeeded
-	P50, Max          float64 // request → rotation Succeeded per install
+	First, P50, Max   float64 // request → rotation Succeeded per install
 	Sampled           int
 	Reads, Failed     int64
 	FirstFailure      string
@@ -163,7 +163,7 @@ func (b *bench) storm(ctx context.Context) error {
 	if !lastSeen.IsZero() && res.Stopped == "" {
 		res.Seconds = lastSeen.Sub(started).Seconds()
 	}
-	res.P50, res.Max = percentile(perInstall, 50), percentile(perInstall, 100)
+	res.First, res.P50, res.Max = percentile(perInstall, 0), percentile(perInstall, 50), percentile(perInstall, 100)
 	var toPromoted []float64
 	for i, k := range keys {
 		if at, ok := b.observer.get(b.observer.promoted, k); ok {
@@ -191,8 +191,12 @@ func (b *bench) storm(ctx context.Context) error {
 // timeNote says where the storm's time went: the workqueue's side, and
 // the API server's CPU.
 func (r *stormResult) timeNote() string {
-	note := fmt.Sprintf("**Rotation storm.** Every install moves through the rotation's steps in turn, one pass each, and the workqueue serves the installs in turn, so they finish together: %d of %d had reached its midpoint (serving certificate moved to the new CA) when the wait ended, after %s at p50, and %d its end. %d reconciles over the storm (%.1f per install) took %s each on average, and queued items waited %s on average in the workqueue; the operator's %d writes came at %.0f per second.",
-		r.Promoted, r.Installs, secs(r.PromotedP50), r.Rotated, int(r.Reconciles), r.Reconciles/float64(max(r.Installs, 1)), ms(r.ReconcileMean), ms(r.QueueWaitMean), r.Writes, float64(r.Writes)/max(r.Seconds, 1))
+	completed := "none completed its rotation"
+	if r.Rotated > 0 {
+		completed = fmt.Sprintf("%d completed their rotation, the first %s after its request, half by %s, the last after %s", r.Rotated, secs(r.First), secs(r.P50), secs(r.Max))
+	}
+	note := fmt.Sprintf("**Rotation storm.** Of %d installs, %d had reached the rotation's midpoint (serving certificate moved to the new CA) when the wait ended, after %s at p50, and %s. %d reconciles over the storm (%.1f per install) took %s each on average, and queued items waited %s on average in the workqueue; the operator's %d writes came at %.0f per second.",
+		r.Installs, r.Promoted, secs(r.PromotedP50), completed, int(r.Reconciles), r.Reconciles/float64(max(r.Installs, 1)), ms(r.ReconcileMean), ms(r.QueueWaitMean), r.Writes, float64(r.Writes)/max(r.Seconds, 1))
 	if r.APIServer != nil {
 		note += "\n\n" + apiServerNote(r.APIServer, "Rotation storm", fmt.Sprintf("the storm of %d installs", r.Installs))
 	}
