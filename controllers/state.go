@@ -117,9 +117,6 @@ type crdState struct {
 	state        v1alpha1.ConversionState
 	message      string
 	written      bool   // spec.conversion written this pass, not verified yet
-	// writtenVersion is the CRD's resourceVersion after that write: the
-	// pass verifies once Hookwright's CRD watch shows it (verify_watched.go).
-	writtenVersion string
 	driftManager string // another manager rewrote the conversion Hookwright had configured
 	unverifiable bool   // no object to convert, and a dry-run could not reach the webhook
 	handover     bool   // owned by the install this one replaces, or by a deleted one: taken over once this one serves
@@ -135,6 +132,10 @@ type crdState struct {
 	// constant: WebhookUntrusted, WebhookUnreachable, WebhookPathNotFound,
 	// ConversionRefused or ConversionFailed. "" for failures of other steps.
 	verifyReason string
+	// writtenVersion is the CRD's resourceVersion after this pass's write
+	// of spec.conversion: the pass verifies it once Hookwright's CRD watch
+	// shows that version (verify_watched.go).
+	writtenVersion string
 }
 
 // serviceCerts is the certificate material of one webhook Service.
