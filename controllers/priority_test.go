@@ -49,6 +49,11 @@ func TestInFlightInstallOvertakesQueuedOnes(t *testing.T) {
 	// The controller re-adds a reconciled request with its result.
 	q.AddWithOpts(priorityqueue.AddOpts{After: time.Hour, Priority: passPriority(underWay)}, "under-way")
 	q.AddWithOpts(priorityqueue.AddOpts{}, "under-way") // the watch event of its own write
+	// Len flushes the queue's add buffer, so all three are ready before
+	// the first Get.
+	if n := q.Len(); n != 3 {
+		t.Fatalf("%d items ready, want 3", n)
+	}
 	var order []string
 	for range 3 {
 		item, _, _ := q.GetWithPriority()
