@@ -92,12 +92,10 @@ func (r *WebhookInstallReconciler) verifyConversion(ctx context.Context, s *inst
 				// The caBundle changed, not the webhook's answer: it stands
 				// (trust in the new caBundle is not proven yet).
 				c.state, c.verifyReason, c.message = v1alpha1.ConversionFailed, reason, message
-				s.retryWithin(verifyDelay)
 				continue
 			}
 			if !r.writeWatched(ctx, s, c) {
 				c.message = "configured; verification follows once the API server has loaded it"
-				s.retryWithin(verifyDelay)
 				continue
 			}
 			c.written = false // as loaded as a later pass would find it: verified now

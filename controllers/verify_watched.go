@@ -49,8 +49,8 @@ func (r *WebhookInstallReconciler) writeWatched(ctx context.Context, s *installS
 	return err == nil
 }
 
-// firstConvergence: the install has not been served yet (Pending,
-// Installing, or no status), and the only certificates in flight for the
+// firstConvergence: the install is converging (its status says Pending or
+// Installing, or nothing yet), and the only certificates in flight for the
 // Service are its first ones.
 func firstConvergence(s *installState, service string) bool {
 	switch s.install.Status.Phase {

@@ -102,7 +102,8 @@ func (r *WebhookInstallReconciler) Reconcile(ctx context.Context, req ctrl.Reque
 }
 
 // nextPass is when to look again without an event: soon when a step asked
-// for it, else at the next certificate renewal, or when a drift window
+// for it or a write is left unverified, else at the next certificate
+// renewal, or when a drift window
 // closes (so ConversionContested and AdmissionContested clear once a
 // fight has stopped).
 func (r *WebhookInstallReconciler) nextPass(s *installState) time.Duration {
@@ -111,6 +112,11 @@ func (r *WebhookInstallReconciler) nextPass(s *installState) time.Duration {
 		if next == 0 || until < next {
 			next = max(until, time.Millisecond)
 		}
+	}
+	if writtenThisPass(s) {
+		// A write left unverified (verify_watched.go): its watch event
+		// wakes the next pass; this is the fallback.
+		consider(verifyDelay)
 	}
 	now := r.Clock.Now()
 	for _, svc := range s.services {
