@@ -37,6 +37,7 @@ func (b *bench) p3(ctx context.Context) error {
 	}
 	n := len(installs.Items)
 	b.logf("P3: restarting the operator over %d installs (%d Succeeded), --sync-period=%s", n, succeeded, b.sz.syncPeriod)
+	b.notePeak(ctx, "before P3 restarts it")
 	b.operator.stop()
 	restart, err := b.resyncWindow(ctx, n, true, "--sync-period="+b.sz.syncPeriod.String())
 	if err != nil {
@@ -50,6 +51,7 @@ func (b *bench) p3(ctx context.Context) error {
 	b.logf("P3: periodic resync: %d writes, %d reads, %s", len(periodic.Writes), periodic.Reads, periodic.Took.Round(time.Millisecond))
 
 	// Back to the shipped configuration for P5; its idle clock starts here.
+	b.notePeak(ctx, "P3's resyncs of every install")
 	b.operator.stop()
 	if _, err := b.resyncWindow(ctx, n, true); err != nil {
 		return fmt.Errorf("restart without --sync-period: %w", err)
@@ -173,6 +175,7 @@ func (b *bench) p5(ctx context.Context) error {
 		return err
 	}
 	hwIdleHeap := heapInuse(b.operator)
+	b.memLimit.IdleHeap, b.memLimit.IdleInstalls = hwIdleHeap, b.countInstalls(ctx)
 	ccIdle, err := sample("cert-controller idle", cc)
 	if err != nil {
 		return err

@@ -15,7 +15,7 @@ type Row struct {
 }
 
 // RowIDs are the rows every complete run has, in table order.
-var RowIDs = []string{"P1", "P2", "P3", "P4", "P4 fit", "P4 writes", "P5 idle", "P5 loaded", "P5 vs anchor", "Cert ECDSA-P256", "Cert ECDSA-P384", "Cert RSA-2048", "P6", "Storm", "Migration"}
+var RowIDs = []string{"P1", "P2", "P3", "P4", "P4 fit", "P4 writes", "P5 idle", "P5 loaded", "P5 vs anchor", "P5 limit", "Cert ECDSA-P256", "Cert ECDSA-P384", "Cert RSA-2048", "P6", "Storm", "Migration"}
 
 // Report is a run's results.
 type Report struct {
@@ -41,6 +41,7 @@ type Report struct {
 	P4               *p4Result
 	Storm            *stormResult
 	P5               *p5Result
+	MemoryLimit      *memoryLimitResult
 	Profile          *profileResult
 	CertBench        map[string]float64
 	CertBenchCommand string
@@ -284,6 +285,10 @@ func (r *Report) details(w func(string, ...any)) {
 		}
 		w("")
 	}
+	if m := r.MemoryLimit; m != nil {
+		w("**P5 limit.** Every operator process the run starts has its VmHWM read after each phase and before it is stopped (the first process lives through P1 and P4's bursts, one through P3's resyncs, the last through P5 and the storm); the highest is the peak. The limit is the manager container's `resources.limits.memory` in `%s`, as shipped. Heap per install: Go heap in use (go_memstats_heap_inuse_bytes) just after the first start, with no install, and idle in P5 with %d installs, a slope between two points.", shippedManifest, m.IdleInstalls)
+		w("")
+	}
 	if len(r.CertBench) > 0 {
 		w("**Cert issuance.** `%s` (key generation, signing, PEM encoding):", r.CertBenchCommand)
 		w("")
@@ -363,6 +368,11 @@ func (r *Report) evidence(w func(string, ...any)) {
 		}
 		if row, ok := r.Row("P5 vs anchor"); ok && row.Met != "yes" {
 			notes = append(notes, fmt.Sprintf("**P5 vs anchor.** Hookwright %s RSS (heap %s) against cert-controller %s (heap %s).", mib(p.HWLoaded.RSS), mib(p.HWHeap), mib(p.CCLoaded.RSS), mib(p.CCHeap)))
+		}
+	}
+	if m := r.MemoryLimit; m != nil {
+		if row, ok := r.Row("P5 limit"); ok && row.Met != "yes" {
+			notes = append(notes, m.note())
 		}
 	}
 	if row, ok := r.Row("P2"); ok && row.Met != "yes" && r.P2 != nil {

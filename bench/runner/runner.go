@@ -155,7 +155,8 @@ type bench struct {
 	opBin        string
 	ccBin        string
 
-	report *Report
+	report   *Report
+	memLimit memoryLimitResult // P5 limit, sampled along the run (memlimit.go)
 }
 
 // Run measures everything and returns the report (also when a measure
@@ -289,6 +290,14 @@ func (b *bench) run(ctx context.Context) (retErr error) {
 	if err := b.startOperator(); err != nil {
 		return err
 	}
+	b.recordStartHeap()
+	defer func() {
+		// Every operator process's peak is sampled before it stops; the
+		// last one's and the API server's now.
+		b.notePeak(ctx, "the last process, by the end of the run")
+		b.noteAPIServerPeak(ctx)
+		b.memoryLimitRow()
+	}()
 
 	var errs []error
 	for _, phase := range []struct {
@@ -324,6 +333,7 @@ func (b *bench) run(ctx context.Context) (retErr error) {
 		if b.operatorDown {
 			continue
 		}
+		b.notePeak(ctx, "by the end of "+phase.name)
 		if err := b.operator.alive(); err != nil {
 			return errors.Join(append(errs, err)...)
 		}
