@@ -30,24 +30,22 @@ func upgrade(ns, name, replaces, deployment, crdName string) *v1alpha1.WebhookIn
 
 // eventReasons lists the reasons of the namespace's Events.
 func eventReasons(ctx context.Context, g Gomega, ns string) []string {
-	var events eventsv1.EventList
-	g.Expect(k8s.List(ctx, &events, client.InNamespace(ns))).To(Succeed())
-	var reasons []string
-	for _, e := range events.Items {
-		reasons = append(reasons, e.Reason)
-	}
-	return reasons
+	return namespaceEvents(ctx, g, ns, func(e eventsv1.Event) string { return e.Reason })
 }
 
 // eventNotes lists the notes of the namespace's Events.
 func eventNotes(ctx context.Context, g Gomega, ns string) []string {
+	return namespaceEvents(ctx, g, ns, func(e eventsv1.Event) string { return e.Note })
+}
+
+func namespaceEvents(ctx context.Context, g Gomega, ns string, field func(eventsv1.Event) string) []string {
 	var events eventsv1.EventList
 	g.Expect(k8s.List(ctx, &events, client.InNamespace(ns))).To(Succeed())
-	var notes []string
+	var out []string
 	for _, e := range events.Items {
-		notes = append(notes, e.Note)
+		out = append(out, field(e))
 	}
-	return notes
+	return out
 }
 
 func createWidgets(ctx context.Context, group, ns string, n int) []string {
