@@ -3,7 +3,6 @@ package controllers
 import (
 	"k8s.io/utils/ptr"
 
-	v1alpha1 "github.com/hookwright/hookwright/api/v1alpha1"
 	"github.com/hookwright/hookwright/controllers/rotation"
 )
 
@@ -43,8 +42,8 @@ func passPriority(s *installState) *int {
 // rotationInFlight: a certificate rotation of the install is under way,
 // other than its first certificates.
 func rotationInFlight(s *installState) bool {
-	for _, rec := range append(append([]v1alpha1.RotationRecord(nil), s.install.Status.Rotations...), s.rotations...) {
-		if rec.Outcome == v1alpha1.RotationInProgress && rec.Reason != rotation.ReasonInitial {
+	for _, rec := range inProgressRotations(s) {
+		if rec.Reason != rotation.ReasonInitial {
 			return true
 		}
 	}

@@ -114,12 +114,24 @@ func serviceVerified(s *installState, service string) bool {
 // rotating reports whether the Service has a rotation under way, in which
 // case every pass verifies again through the API server.
 func rotating(s *installState, service string) bool {
-	for _, rec := range append(append([]v1alpha1.RotationRecord(nil), s.install.Status.Rotations...), s.rotations...) {
-		if rec.Service == service && rec.Outcome == v1alpha1.RotationInProgress {
+	for _, rec := range inProgressRotations(s) {
+		if rec.Service == service {
 			return true
 		}
 	}
 	return false
+}
+
+// inProgressRotations are the install's rotations under way: those the
+// status says are in progress and those this pass started.
+func inProgressRotations(s *installState) []v1alpha1.RotationRecord {
+	var out []v1alpha1.RotationRecord
+	for _, rec := range append(append([]v1alpha1.RotationRecord(nil), s.install.Status.Rotations...), s.rotations...) {
+		if rec.Outcome == v1alpha1.RotationInProgress {
+			out = append(out, rec)
+		}
+	}
+	return out
 }
 
 func certificatesMessage(s *installState) string {

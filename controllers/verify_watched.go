@@ -58,8 +58,8 @@ func firstConvergence(s *installState, service string) bool {
 	default:
 		return false
 	}
-	for _, rec := range append(append([]v1alpha1.RotationRecord(nil), s.install.Status.Rotations...), s.rotations...) {
-		if rec.Service == service && rec.Outcome == v1alpha1.RotationInProgress && rec.Reason != rotation.ReasonInitial {
+	for _, rec := range inProgressRotations(s) {
+		if rec.Service == service && rec.Reason != rotation.ReasonInitial {
 			return false
 		}
 	}
