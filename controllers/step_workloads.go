@@ -48,6 +48,8 @@ func (r *WebhookInstallReconciler) ensureWorkloads(ctx context.Context, s *insta
 		}
 		if isWebhook && (!fullyRolledOut(dep) || dep.Spec.Template.Annotations[desired.AnnotationServingCert] != serving.Fingerprint) {
 			s.rollingOut = append(s.rollingOut, dep.Name)
+		} else if isWebhook {
+			s.markRolledOut(spec.Name)
 		}
 	}
 	for _, w := range s.webhooks {
@@ -66,6 +68,21 @@ func (r *WebhookInstallReconciler) ensureWorkloads(ctx context.Context, s *insta
 			fmt.Sprintf("waiting for webhook deployments to be available: %v", s.unavailable))
 	}
 	return nil
+}
+
+// markRolledOut records that every Service of deployment is served by
+// the current serving certificate everywhere. The certificates step read
+// the Deployment earlier in the pass; this read is the fresher one. Were
+// the rollout to finish between the two, the pass would point the CRD at
+// the webhook and verify it, yet leave the first issuance in progress
+// until some later event: one more status write and two Events, with
+// nothing changed in between.
+func (s *installState) markRolledOut(deployment string) {
+	for _, w := range s.webhooks {
+		if svc := s.services[w.Service]; w.Deployment == deployment && svc != nil {
+			svc.rolledOut = true
+		}
+	}
 }
 
 func (r *WebhookInstallReconciler) ensureDeployment(ctx context.Context, s *installState, want *appsv1.Deployment) (*appsv1.Deployment, error) {
