@@ -27,6 +27,7 @@ import (
 	v1alpha1 "github.com/hookwright/hookwright/api/v1alpha1"
 	"github.com/hookwright/hookwright/controllers"
 	"github.com/hookwright/hookwright/controllers/guard"
+	"github.com/hookwright/hookwright/internal/specreport"
 	"github.com/hookwright/hookwright/internal/testcluster"
 	"github.com/hookwright/hookwright/internal/testfixtures"
 )
@@ -54,7 +55,7 @@ func TestControllers(t *testing.T) {
 	RegisterFailHandler(Fail)
 	SetDefaultEventuallyTimeout(30 * time.Second)
 	SetDefaultEventuallyPollingInterval(100 * time.Millisecond)
-	RunSpecs(t, "WebhookInstall controller suite")
+	specreport.RunSpecs(t, "WebhookInstall controller suite")
 }
 
 var _ = BeforeSuite(func() {

@@ -13,6 +13,7 @@ import (
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 
 	hookwrightv1alpha1 "github.com/hookwright/hookwright/api/v1alpha1"
+	"github.com/hookwright/hookwright/internal/specreport"
 	"github.com/hookwright/hookwright/internal/testcluster"
 )
 
@@ -22,7 +23,7 @@ func TestAPI(t *testing.T) {
 	RegisterFailHandler(Fail)
 	SetDefaultEventuallyTimeout(30 * time.Second)
 	SetDefaultEventuallyPollingInterval(100 * time.Millisecond)
-	RunSpecs(t, "WebhookInstall API validation suite")
+	specreport.RunSpecs(t, "WebhookInstall API validation suite")
 }
 
 var _ = BeforeSuite(func() {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/hookwright/hookwright/controllers/guard"
 	"github.com/hookwright/hookwright/internal/harness"
+	"github.com/hookwright/hookwright/internal/specreport"
 	"github.com/hookwright/hookwright/internal/testcluster"
 	"github.com/hookwright/hookwright/internal/testfixtures"
 )
@@ -26,7 +27,7 @@ func TestEndToEnd(t *testing.T) {
 	RegisterFailHandler(Fail)
 	SetDefaultEventuallyTimeout(60 * time.Second)
 	SetDefaultEventuallyPollingInterval(100 * time.Millisecond)
-	RunSpecs(t, "End-to-end suite")
+	specreport.RunSpecs(t, "End-to-end suite")
 }
 
 var _ = BeforeSuite(func() {

@@ -24,6 +24,7 @@ import (
 	v1alpha1 "github.com/hookwright/hookwright/api/v1alpha1"
 	"github.com/hookwright/hookwright/controllers/guard"
 	"github.com/hookwright/hookwright/internal/harness"
+	"github.com/hookwright/hookwright/internal/specreport"
 	"github.com/hookwright/hookwright/internal/testcluster"
 	"github.com/hookwright/hookwright/internal/testfixtures"
 )
@@ -37,7 +38,7 @@ func TestFaults(t *testing.T) {
 	RegisterFailHandler(Fail)
 	SetDefaultEventuallyTimeout(60 * time.Second)
 	SetDefaultEventuallyPollingInterval(100 * time.Millisecond)
-	RunSpecs(t, "Crash and failover suite")
+	specreport.RunSpecs(t, "Crash and failover suite")
 }
 
 var _ = BeforeSuite(func() {

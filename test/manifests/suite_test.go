@@ -28,6 +28,7 @@ import (
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	v1alpha1 "github.com/hookwright/hookwright/api/v1alpha1"
+	"github.com/hookwright/hookwright/internal/specreport"
 	"github.com/hookwright/hookwright/internal/testcluster"
 )
 
@@ -43,7 +44,7 @@ func TestManifests(t *testing.T) {
 	RegisterFailHandler(Fail)
 	SetDefaultEventuallyTimeout(30 * time.Second)
 	SetDefaultEventuallyPollingInterval(100 * time.Millisecond)
-	RunSpecs(t, "Shipped manifests suite")
+	specreport.RunSpecs(t, "Shipped manifests suite")
 }
 
 var _ = BeforeSuite(func() {
