@@ -32,6 +32,7 @@ type p4Size struct {
 	Concurrency      float64
 	OperatorCPU      float64 // CPU seconds the operator process used in the window
 	TimedOut         bool
+	Unfinished       int       // installs first seen verified with their first certificates in progress
 	Stopped          string    // why the wait ended early
 	StandInPerDeploy []float64 `json:"-"`
 }
@@ -99,6 +100,7 @@ func (b *bench) p4Batch(ctx context.Context, n int, last bool) (*p4Size, error) 
 	b.logf("P4 N=%d: created in %s; waiting up to %s for every install to be verified", n, secs(res.CreateSeconds), limit.Round(time.Second))
 	done, waitErr := b.observer.waitAllStall(ctx, b.observer.verified, keys, t0.Add(limit), 90*time.Second)
 	res.Converged = done
+	res.Unfinished = b.observer.countUnfinished(keys)
 	end := time.Now()
 	if waitErr == nil {
 		end = t0

@@ -82,7 +82,7 @@ func (b *bench) p4Profile(ctx context.Context) error {
 	if err := cmd.Run(); err != nil {
 		return fmt.Errorf("go tool pprof: %w\n%s", err, out.String())
 	}
-	b.report.Profile = &profileResult{Path: path, N: n, Elapsed: elapsed, Top: strings.TrimSpace(out.String())}
+	b.report.Profile = &profileResult{Path: path, N: n, Unfinished: b.observer.countUnfinished(keys), Elapsed: elapsed, Top: strings.TrimSpace(out.String())}
 	b.logf("P4 profile: %s (%s)", path, elapsed.Round(time.Second))
 	return nil
 }

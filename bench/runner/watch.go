@@ -23,6 +23,7 @@ import (
 	v1alpha1 "github.com/hookwright/hookwright/api/v1alpha1"
 	"github.com/hookwright/hookwright/certs"
 	"github.com/hookwright/hookwright/controllers/desired"
+	"github.com/hookwright/hookwright/controllers/rotation"
 	"github.com/hookwright/hookwright/internal/harness"
 )
 
@@ -34,10 +35,14 @@ type observer struct {
 	mu        sync.Mutex
 	available map[types.NamespacedName]time.Time // Deployment first Available=True
 	verified  map[types.NamespacedName]time.Time // install first ConversionVerified=True
-	created   map[types.NamespacedName]time.Time // install first seen
-	serving   map[types.NamespacedName][]servingCert
-	phases    map[types.NamespacedName]v1alpha1.InstallPhase
-	events    int // install add/update events seen: progress short of verification
+	// unfinished: installs first seen verified with their first
+	// certificates still recorded in progress: their completion is left
+	// to a later pass (one more status write and two Events).
+	unfinished map[types.NamespacedName]bool
+	created    map[types.NamespacedName]time.Time // install first seen
+	serving    map[types.NamespacedName][]servingCert
+	phases     map[types.NamespacedName]v1alpha1.InstallPhase
+	events     int // install add/update events seen: progress short of verification
 	// rotated: install first seen with a Succeeded CA rotation whose
 	// message has rotationMark (the rotation storm's request).
 	rotated map[types.NamespacedName]time.Time
@@ -68,7 +73,7 @@ func startObserver(cfg *rest.Config) (*observer, error) {
 		available: map[types.NamespacedName]time.Time{}, verified: map[types.NamespacedName]time.Time{},
 		created: map[types.NamespacedName]time.Time{}, serving: map[types.NamespacedName][]servingCert{},
 		phases: map[types.NamespacedName]v1alpha1.InstallPhase{}, rotated: map[types.NamespacedName]time.Time{},
-		promoted: map[types.NamespacedName]time.Time{},
+		promoted: map[types.NamespacedName]time.Time{}, unfinished: map[types.NamespacedName]bool{},
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	o.stop = cancel
@@ -132,8 +137,34 @@ func (o *observer) install(obj any) {
 	}
 	c := meta.FindStatusCondition(whi.Status.Conditions, v1alpha1.TypeConversionVerified)
 	if c != nil && c.Status == "True" && c.ObservedGeneration == whi.Generation {
-		o.first(o.verified, key)
+		if o.first(o.verified, key) && firstIssuanceInProgress(whi) {
+			o.mu.Lock()
+			o.unfinished[key] = true
+			o.mu.Unlock()
+		}
 	}
+}
+
+// firstIssuanceInProgress: the install's first certificates are still
+// recorded as in progress.
+func firstIssuanceInProgress(whi *v1alpha1.WebhookInstall) bool {
+	return slices.ContainsFunc(whi.Status.Rotations, func(r v1alpha1.RotationRecord) bool {
+		return r.Reason == rotation.ReasonInitial && r.Outcome == v1alpha1.RotationInProgress
+	})
+}
+
+// countUnfinished is how many of keys were first seen verified with their
+// first certificates in progress.
+func (o *observer) countUnfinished(keys []types.NamespacedName) int {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	n := 0
+	for _, k := range keys {
+		if o.unfinished[k] {
+			n++
+		}
+	}
+	return n
 }
 
 // caRotatedFor says whether the install completed a CA rotation whose
@@ -193,13 +224,17 @@ func (o *observer) addServing(key types.NamespacedName, cert *x509.Certificate) 
 	o.serving[key] = append(o.serving[key], servingCert{fingerprint: fp, notAfter: cert.NotAfter, seen: time.Now()})
 }
 
-func (o *observer) first(m map[types.NamespacedName]time.Time, key types.NamespacedName) {
+// first records now for key unless a time is recorded already, and says
+// whether it recorded.
+func (o *observer) first(m map[types.NamespacedName]time.Time, key types.NamespacedName) bool {
 	now := time.Now()
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	if _, seen := m[key]; !seen {
-		m[key] = now
+	if _, seen := m[key]; seen {
+		return false
 	}
+	m[key] = now
+	return true
 }
 
 func (o *observer) get(m map[types.NamespacedName]time.Time, key types.NamespacedName) (time.Time, bool) {
