@@ -279,7 +279,7 @@ func (r *WebhookInstallReconciler) rolledOut(ctx context.Context, namespace, nam
 	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, dep); err != nil {
 		return false, client.IgnoreNotFound(err)
 	}
-	return dep.Spec.Template.Annotations[desired.AnnotationServingCert] == certs.Fingerprint(cert) && fullyRolledOut(dep), nil
+	return runsCertificate(dep, certs.Fingerprint(cert)), nil
 }
 
 // pendingManualRotation parses the rotate annotation ("ca: reason" or

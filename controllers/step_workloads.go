@@ -46,7 +46,7 @@ func (r *WebhookInstallReconciler) ensureWorkloads(ctx context.Context, s *insta
 		if isWebhook && !available(dep) {
 			s.unavailable = append(s.unavailable, fmt.Sprintf("%s (%d/%d available)", dep.Name, dep.Status.AvailableReplicas, replicas(dep)))
 		}
-		if isWebhook && (!fullyRolledOut(dep) || dep.Spec.Template.Annotations[desired.AnnotationServingCert] != serving.Fingerprint) {
+		if isWebhook && !runsCertificate(dep, serving.Fingerprint) {
 			s.rollingOut = append(s.rollingOut, dep.Name)
 		} else if isWebhook {
 			s.markRolledOut(spec.Name)
@@ -194,6 +194,12 @@ func fullyRolledOut(dep *appsv1.Deployment) bool {
 	want, st := replicas(dep), dep.Status
 	return available(dep) && st.ObservedGeneration >= dep.Generation &&
 		st.UpdatedReplicas >= want && st.Replicas <= st.UpdatedReplicas && st.AvailableReplicas >= st.UpdatedReplicas
+}
+
+// runsCertificate: every replica runs the pod template that carries the
+// serving certificate whose fingerprint is given.
+func runsCertificate(dep *appsv1.Deployment, fingerprint string) bool {
+	return fullyRolledOut(dep) && dep.Spec.Template.Annotations[desired.AnnotationServingCert] == fingerprint
 }
 
 func replicas(dep *appsv1.Deployment) int32 {

@@ -103,9 +103,8 @@ func (r *WebhookInstallReconciler) Reconcile(ctx context.Context, req ctrl.Reque
 
 // nextPass is when to look again without an event: soon when a step asked
 // for it or a write is left unverified, else at the next certificate
-// renewal, or when a drift window
-// closes (so ConversionContested and AdmissionContested clear once a
-// fight has stopped).
+// renewal, or when a drift window closes (so ConversionContested and
+// AdmissionContested clear once a fight has stopped).
 func (r *WebhookInstallReconciler) nextPass(s *installState) time.Duration {
 	next := s.retryAfter
 	consider := func(until time.Duration) {
