@@ -88,8 +88,10 @@ test: ## Build the control plane and tools if needed, check generated files, the
 	@# GOFLAGS above).
 	go vet ./...
 	@# -p 4: the suites wait on their API servers; four at a time keep the
-	@# two cores busy.
-	go test -p 4 -ldflags=-w ./... -count=1 -timeout 45m -v
+	@# two cores busy. failureslast repeats the failed packages' failures
+	@# at the end: go test prints a package's output when it ends, so an
+	@# early failure would otherwise scroll out of the tail CI shows.
+	go run ./hack/failureslast go test -p 4 -ldflags=-w ./... -count=1 -timeout 45m -v
 
 .PHONY: test-race
 test-race: control-plane ## Run RACE_PACKAGES' tests under the race detector (the test ground by default; builds the whole closure instrumented: ~10 CPU-minutes cold).
