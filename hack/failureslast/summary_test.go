@@ -19,7 +19,7 @@ func summarize(output string) string {
 func TestSummarizer(t *testing.T) {
 	for _, tc := range []struct {
 		name, output string
-		want         []string // the summary's lines, in order; none when nothing failed
+		want         []string // the summary's lines after its heading, in order; none when nothing failed
 	}{
 		{name: "all passed", output: `=== RUN   TestA
 --- PASS: TestA (0.00s)
@@ -40,7 +40,6 @@ FAIL
 FAIL	example.com/a	0.01s
 ok  	example.com/later	12.0s
 `, want: []string{
-			"=== 1 package(s) failed; their failures, repeated:",
 			"FAIL\texample.com/a\t0.01s",
 			"  --- FAIL: TestB (0.00s)",
 			"      b_test.go:5: want 2, got 3",
@@ -60,7 +59,6 @@ FAILED (failed): Upgrading replaces the manager
 FAIL
 FAIL	example.com/test/manifests	106.1s
 `, want: []string{
-			"=== 1 package(s) failed; their failures, repeated:",
 			"FAIL\texample.com/test/manifests\t106.1s",
 			"  FAILED (failed): Upgrading replaces the manager",
 			"    at upgrade_release_test.go:722",
@@ -78,7 +76,6 @@ FAIL	example.com/test/manifests	106.1s
 FAIL
 FAIL	example.com/a	0.01s
 `, want: []string{
-			"=== 1 package(s) failed; their failures, repeated:",
 			"FAIL\texample.com/a\t0.01s",
 			"  --- FAIL: TestA (0.00s)",
 			"      --- FAIL: TestA/one (0.00s)",
@@ -91,7 +88,6 @@ panic: test timed out after 45m0s
 goroutine 1 [running]:
 FAIL	example.com/slow	2700.0s
 `, want: []string{
-			"=== 1 package(s) failed; their failures, repeated:",
 			"FAIL\texample.com/slow\t2700.0s",
 			"  panic: test timed out after 45m0s",
 			"  \trunning tests:",
@@ -104,7 +100,6 @@ FAIL	example.com/slow	2700.0s
 b/b.go:3:2: undefined: x
 FAIL	example.com/b [build failed]
 `, want: []string{
-			"=== 1 package(s) failed; their failures, repeated:",
 			"FAIL\texample.com/b [build failed]",
 			"  # example.com/b",
 			"  b/b.go:3:2: undefined: x",
@@ -114,7 +109,7 @@ FAIL	example.com/b [build failed]
 			got := summarize(tc.output)
 			want := ""
 			if tc.want != nil {
-				want = "\n" + strings.Join(tc.want, "\n") + "\n"
+				want = "\n=== 1 package(s) failed; their failures, repeated:\n" + strings.Join(tc.want, "\n") + "\n"
 			}
 			if got != want {
 				t.Errorf("summary:\n%s\nwant:\n%s", got, want)
