@@ -12,12 +12,17 @@ package main
 
 import (
 	"bufio"
-	"errors"
 	"fmt"
 	"io"
 	"os"
 	"os/exec"
+	"time"
 )
+
+// outputGrace is how long the output is still read once the command has
+// exited: a process it started and left running may hold the pipe open,
+// and make test must not wait for it.
+var outputGrace = 10 * time.Second
 
 func main() {
 	if len(os.Args) < 2 {
@@ -35,6 +40,7 @@ func run(name string, args []string, out io.Writer) int {
 	cmd.Stdin = os.Stdin
 	cmd.Stdout = write
 	cmd.Stderr = write
+	cmd.WaitDelay = outputGrace
 	if err := cmd.Start(); err != nil {
 		fmt.Fprintf(out, "failureslast: %v\n", err)
 		return 2
@@ -59,14 +65,11 @@ func run(name string, args []string, out io.Writer) int {
 	write.Close()
 	io.WriteString(out, <-summary)
 
-	var exit *exec.ExitError
-	switch {
-	case waitErr == nil:
-		return 0
-	case errors.As(waitErr, &exit) && exit.ExitCode() > 0:
-		return exit.ExitCode()
-	default: // killed by a signal, or never ran
-		fmt.Fprintf(out, "failureslast: %v\n", waitErr)
-		return 1
+	// The exit code, even when the wait for the output timed out
+	// (exec.ErrWaitDelay); -1 when a signal killed the command.
+	if code := cmd.ProcessState.ExitCode(); code >= 0 {
+		return code
 	}
+	fmt.Fprintf(out, "failureslast: %v\n", waitErr)
+	return 1
 }

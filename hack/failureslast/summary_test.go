@@ -4,8 +4,11 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 )
 
 func summarize(output string) string {
@@ -187,5 +190,23 @@ func TestRunPassesSuccessThrough(t *testing.T) {
 	out.Reset()
 	if status := run("sh", []string{"-c", "echo FAIL; exit 3"}, &out); status != 3 {
 		t.Errorf("status %d, want the command's 3", status)
+	}
+}
+
+// A process the command leaves running with the output pipe open does not
+// keep run from returning the command's status.
+func TestRunDoesNotWaitForALeftoverProcess(t *testing.T) {
+	grace := outputGrace
+	outputGrace = 100 * time.Millisecond
+	t.Cleanup(func() { outputGrace = grace })
+
+	var out bytes.Buffer
+	status := run("sh", []string{"-c", "sleep 600 & echo $!; exit 0"}, &out)
+
+	if pid, err := strconv.Atoi(strings.TrimSpace(strings.SplitN(out.String(), "\n", 2)[0])); err == nil {
+		_ = syscall.Kill(pid, syscall.SIGKILL)
+	}
+	if status != 0 {
+		t.Errorf("status %d, want the command's 0; output %q", status, out.String())
 	}
 }
