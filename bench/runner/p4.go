@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
@@ -35,6 +36,32 @@ type p4Size struct {
 	Unfinished       int       // installs first seen verified with their first certificates in progress
 	Stopped          string    // why the wait ended early
 	StandInPerDeploy []float64 `json:"-"`
+	// Cluster is the cluster the batch ran in, just before its creates.
+	Cluster clusterSize
+}
+
+// clusterSize is how big the cluster was: earlier batches and measures
+// stay installed, so a later batch runs against a larger API server.
+type clusterSize struct {
+	Installs, CRDs int
+	APIServerRSS   int64 // bytes; 0 when unreadable
+}
+
+// clusterSize samples the cluster's installs and CRDs and kube-apiserver's
+// RSS.
+func (b *bench) clusterSize(ctx context.Context) clusterSize {
+	size := clusterSize{Installs: b.countInstalls(ctx)}
+	crds := &metav1.PartialObjectMetadataList{}
+	crds.SetGroupVersionKind(apiextensionsv1.SchemeGroupVersion.WithKind("CustomResourceDefinitionList"))
+	if err := b.c.List(ctx, crds); err == nil {
+		size.CRDs = len(crds.Items)
+	}
+	if pid, err := processByExe("kube-apiserver"); err == nil {
+		if m, err := sampleMemory(pid); err == nil {
+			size.APIServerRSS = m.RSS
+		}
+	}
+	return size
 }
 
 // p4 creates N installs at once for each size and times convergence; the
@@ -86,6 +113,7 @@ func (b *bench) p4Batch(ctx context.Context, n int, last bool) (*p4Size, error) 
 	if last {
 		profiled = profileAPIServer(ctx, b.cluster.Config, b.apiServerProfilePath("p4"), stopProfile)
 	}
+	cluster := b.clusterSize(ctx)
 	cpu0 := cpuSeconds(b.operator.pid())
 	t0 := time.Now()
 	if err := parallel(n, 16, func(i int) error {
@@ -96,7 +124,7 @@ func (b *bench) p4Batch(ctx context.Context, n int, last bool) (*p4Size, error) 
 	}); err != nil {
 		return nil, err
 	}
-	res := &p4Size{N: n, CreateSeconds: time.Since(t0).Seconds()}
+	res := &p4Size{N: n, CreateSeconds: time.Since(t0).Seconds(), Cluster: cluster}
 	b.logf("P4 N=%d: created in %s; waiting up to %s for every install to be verified", n, secs(res.CreateSeconds), limit.Round(time.Second))
 	done, waitErr := b.observer.waitAllStall(ctx, b.observer.verified, keys, t0.Add(limit), 90*time.Second)
 	res.Converged = done
@@ -286,4 +314,35 @@ func workqueueDelta(m0, m1 promText) (reconciles, reconcileMean, queueWaitMean f
 	reconcileMean = delta("controller_runtime_reconcile_time_seconds_sum", "controller") / delta("controller_runtime_reconcile_time_seconds_count", "controller")
 	queueWaitMean = delta("workqueue_queue_duration_seconds_sum", "name") / delta("workqueue_queue_duration_seconds_count", "name")
 	return reconciles, reconcileMean, queueWaitMean
+}
+
+// clusterGrowth tells the growth of the whole cluster apart from the
+// growth in N: the batches run one after another in one cluster, so the
+// largest N also meets the largest API server.
+func (p *p4Result) clusterGrowth() string {
+	if len(p.Sizes) < 2 {
+		return ""
+	}
+	var cells []string
+	for _, s := range p.Sizes {
+		rss := "RSS unreadable"
+		if s.Cluster.APIServerRSS > 0 {
+			rss = "RSS " + mib(s.Cluster.APIServerRSS)
+		}
+		cells = append(cells, fmt.Sprintf("N=%d: %d installs, %d CRDs, kube-apiserver %s", s.N, s.Cluster.Installs, s.Cluster.CRDs, rss))
+	}
+	first, last := p.Sizes[0], p.Sizes[len(p.Sizes)-1]
+	growth := fmt.Sprintf("From N=%d to N=%d, N grew %.0f×; the time per install %.2f×",
+		first.N, last.N, float64(last.N)/float64(first.N), (last.Seconds/float64(last.N))/(first.Seconds/float64(first.N)))
+	if first.ReconcileMean > 0 {
+		growth += fmt.Sprintf(" and the mean reconcile %.2f×", last.ReconcileMean/first.ReconcileMean)
+	}
+	if first.Cluster.CRDs > 0 {
+		growth += fmt.Sprintf(", while the cluster's CRDs grew %.1f×", float64(last.Cluster.CRDs)/float64(first.Cluster.CRDs))
+	}
+	if first.Cluster.APIServerRSS > 0 && last.Cluster.APIServerRSS > 0 {
+		growth += fmt.Sprintf(" and kube-apiserver's RSS %.1f×", float64(last.Cluster.APIServerRSS)/float64(first.Cluster.APIServerRSS))
+	}
+	return fmt.Sprintf("The cluster each batch ran in, sampled just before its creates (its own CRDs included; earlier batches and measures stay installed): %s. %s.",
+		strings.Join(cells, "; "), growth)
 }

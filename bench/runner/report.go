@@ -266,6 +266,10 @@ func (r *Report) details(w func(string, ...any)) {
 		w("Fit over the converged sizes: time = %s + %.1f ms × N (R² %.3f); writes = %.0f + %.2f × N (R² %.3f). \"Linear\" means the per-install time at the largest N is within 1.5× of that at the smallest: %v.",
 			secs(p.TimeA), p.TimeB*1000, p.TimeR2, p.WriteA, p.WriteB, p.WriteR2, p.Linear)
 		w("")
+		if growth := p.clusterGrowth(); growth != "" {
+			w("%s", growth)
+			w("")
+		}
 		for _, s := range p.Sizes {
 			w("- N=%d writes by kind: %s", s.N, s.Breakdown)
 		}
