@@ -13,7 +13,7 @@ func TestClusterGrowth(t *testing.T) {
 		sizes []p4Size
 		want  string
 	}{
-		{"one batch: nothing to compare", []p4Size{batch(100, 10, 0.3, 400, 1 << 30)}, ""},
+		{"one batch: nothing to compare", []p4Size{batch(100, 10, 0.3, 400, 1<<30)}, ""},
 		{"the last batch against the first",
 			[]p4Size{batch(100, 10, 0.25, 400, 1<<30), batch(300, 45, 0.4, 1000, 2<<30), batch(1000, 200, 0.5, 2400, 6<<30)},
 			"The cluster each batch ran in, sampled just before its creates (its own CRDs included; earlier batches and measures stay installed): " +
