@@ -118,11 +118,19 @@ func (b *bench) noteAPIServerPeak(ctx context.Context) {
 		b.memLimit.APIServerPeakUnreadable = err.Error()
 		return
 	}
+	if crds, err := b.countCRDs(ctx); err == nil {
+		b.memLimit.APIServerPeak, b.memLimit.APIServerCRDs = m.HWM, crds
+	}
+}
+
+// countCRDs counts the CRDs the API server serves (metadata only).
+func (b *bench) countCRDs(ctx context.Context) (int, error) {
 	crds := &metav1.PartialObjectMetadataList{}
 	crds.SetGroupVersionKind(apiextensionsv1.SchemeGroupVersion.WithKind("CustomResourceDefinitionList"))
-	if err := b.c.List(ctx, crds); err == nil {
-		b.memLimit.APIServerPeak, b.memLimit.APIServerCRDs = m.HWM, len(crds.Items)
+	if err := b.c.List(ctx, crds); err != nil {
+		return 0, err
 	}
+	return len(crds.Items), nil
 }
 
 // processByExe finds the one running process whose executable is named

@@ -8,7 +8,6 @@ import (
 	"strings"
 	"time"
 
-	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
@@ -51,10 +50,8 @@ type clusterSize struct {
 // RSS.
 func (b *bench) clusterSize(ctx context.Context) clusterSize {
 	size := clusterSize{Installs: b.countInstalls(ctx)}
-	crds := &metav1.PartialObjectMetadataList{}
-	crds.SetGroupVersionKind(apiextensionsv1.SchemeGroupVersion.WithKind("CustomResourceDefinitionList"))
-	if err := b.c.List(ctx, crds); err == nil {
-		size.CRDs = len(crds.Items)
+	if crds, err := b.countCRDs(ctx); err == nil {
+		size.CRDs = crds
 	}
 	if pid, err := processByExe("kube-apiserver"); err == nil {
 		if m, err := sampleMemory(pid); err == nil {
