@@ -12,9 +12,13 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
 	v1alpha1 "github.com/hookwright/hookwright/api/v1alpha1"
+	"github.com/hookwright/hookwright/certs"
 	"github.com/hookwright/hookwright/internal/testcluster"
 )
 
@@ -59,7 +63,7 @@ var _ = Describe("CA rotations of several installs at once", func() {
 	It("are proven at once, one probe CRD each, instead of one after the other", func(ctx context.Context) {
 		const installs = 4 // the probe CRDs, and the operator's reconcile workers
 		gathering := &probeGathering{want: installs, gathered: make(chan struct{})}
-		var namespaces []string
+		var namespaces, crdNames []string
 		for range installs {
 			ns, _, crdName := widgetNamespace(ctx)
 			cluster.Kubelet.Serve(ns, "widget-webhook", testcluster.HandlerHost{Handler: gathering.wrap(&testcluster.WidgetConverter{})})
@@ -67,6 +71,7 @@ var _ = Describe("CA rotations of several installs at once", func() {
 			install.Spec.Certificates.TrustOverlap = &metav1.Duration{Duration: time.Second} // the rotation ends soon after promotion
 			Expect(k8s.Create(ctx, install)).To(Succeed())
 			namespaces = append(namespaces, ns)
+			crdNames = append(crdNames, crdName)
 		}
 		for _, ns := range namespaces {
 			eventuallyPhase(ctx, ns, "widgets", v1alpha1.PhaseSucceeded, v1alpha1.ReasonSucceeded)
@@ -76,6 +81,22 @@ var _ = Describe("CA rotations of several installs at once", func() {
 		request := "ca: four at once"
 		for _, ns := range namespaces {
 			requestRotation(ctx, ns, request)
+		}
+		// Each CRD is written by someone else right after its new caBundle
+		// (2 s before the promote gate, rotation.SettleTime): no probe of
+		// another install can then prove it loaded (load_barrier.go), so
+		// every install's gate runs a probe of its own.
+		for _, name := range crdNames {
+			Eventually(func(g Gomega) {
+				crd := &apiextensionsv1.CustomResourceDefinition{}
+				g.Expect(k8s.Get(ctx, client.ObjectKey{Name: name}, crd)).To(Succeed())
+				bundle, err := certs.ParseCerts(crd.Spec.Conversion.Webhook.ClientConfig.CABundle)
+				g.Expect(err).NotTo(HaveOccurred())
+				g.Expect(bundle).To(HaveLen(2))
+				patch := client.MergeFrom(crd.DeepCopy())
+				metav1.SetMetaDataAnnotation(&crd.ObjectMeta, "example.com/touched", "after the new caBundle")
+				g.Expect(k8s.Patch(ctx, crd, patch)).To(Succeed())
+			}, 10*time.Second, 20*time.Millisecond).Should(Succeed())
 		}
 		for _, ns := range namespaces {
 			Eventually(func(g Gomega) {

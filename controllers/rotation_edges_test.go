@@ -1,6 +1,7 @@
 package controllers_test
 
 import (
+	"bytes"
 	"context"
 	"crypto/tls"
 	"errors"
@@ -199,6 +200,52 @@ var _ = Describe("Rotation at its edges", func() {
 		whi = getInstall(ctx, ns, "widgets")
 		Expect(whi.Status.Rotations).To(ContainElement(And(HaveField("Kind", v1alpha1.RotationCA), HaveField("NewFingerprint", newCA),
 			HaveField("Outcome", v1alpha1.RotationSucceeded))))
+	})
+
+	// load_barrier.go: a trust probe proves the API server loaded every
+	// CRD write made before it, whoever made it. Here the install's own
+	// probes can never prove trust (its webhook drops every TrustProbe
+	// review), but their first write to the probe CRD still comes after
+	// the new caBundle's: the promote gate then reads through the
+	// install's own CRD instead, which only that proof makes meaningful.
+	It("promotes a new CA once a probe written after its caBundle proved it loaded, though the webhook drops every trust probe review: zero failed reads", func(ctx context.Context) {
+		var dropProbes atomic.Bool
+		converter := &testcluster.WidgetConverter{}
+		cluster.Kubelet.Serve(ns, "widget-webhook", testcluster.HandlerHost{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			body, _ := io.ReadAll(r.Body)
+			r.Body = io.NopCloser(bytes.NewReader(body))
+			if dropProbes.Load() && bytes.Contains(body, []byte(`"kind":"TrustProbe`)) {
+				panic(http.ErrAbortHandler) // no answer at all: the probe cannot prove trust
+			}
+			converter.ServeHTTP(w, r)
+		})})
+		names := startInstall(ctx)
+		oldCA := settled(ctx, "", nil)
+		readers := startReaders(ctx, group, ns, names, 4)
+		DeferCleanup(readers.Halt)
+		spared := metricValue("hookwright_trust_probes_spared_total", map[string]string{"gate": "promote"})
+
+		dropProbes.Store(true)
+		requestRotation(ctx, ns, "ca: promote behind the barrier")
+		By("the new CA is promoted while no trust probe of this webhook is answered")
+		var newCA string
+		Eventually(func(g Gomega) {
+			stopOnFailedRead(readers)
+			whi := installIn(ctx, g, ns, "widgets")
+			newCA = whi.Status.Services[0].CAFingerprint
+			g.Expect(newCA).NotTo(Equal(oldCA), "not promoted: %s", condition(whi, v1alpha1.TypeCertificatesReady).Message)
+		}, time.Minute, 200*time.Millisecond).Should(Succeed())
+		Expect(metricValue("hookwright_trust_probes_spared_total", map[string]string{"gate": "promote"})).To(BeNumerically(">", spared))
+		bundle, err := certs.ParseCerts(getCRD(ctx, crdName).Spec.Conversion.Webhook.ClientConfig.CABundle)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(bundle).To(HaveLen(2), "the old CA stays until the prune gate's own probe proves the new one alone")
+
+		By("the webhook answers trust probes again: the old CA is pruned")
+		dropProbes.Store(false)
+		Expect(settled(ctx, oldCA, readers)).To(Equal(newCA))
+		readers.Halt()
+		Expect(readers.OK.Load()).To(BeNumerically(">", 100))
+		Expect(readers.Failed.Load()).To(BeZero(), "failed reads: %v", readers.FirstErrors())
 	})
 })
 

@@ -62,6 +62,7 @@ func (r *WebhookInstallReconciler) configureConversion(ctx context.Context, s *i
 		// ConversionDriftRestored and a hand-over by TookOver.
 		c.crd.Spec.Conversion, c.state, c.written = want, v1alpha1.ConversionConfigured, true
 		c.writtenVersion = applied.GetResourceVersion()
+		noteConversionWrite(c.name, c.writtenVersion, time.Now())
 	}
 	return nil
 }

@@ -212,7 +212,8 @@ func (r *WebhookInstallReconciler) issueServing(ctx context.Context, s *installS
 // must carry every CA of the bundle (the planner's view of them may come
 // from a cache). A timer alone (rotation.SettleTime, kept as a floor)
 // proves nothing, and a read through the install's CRDs succeeds through
-// the old caBundle too.
+// the old caBundle too, unless another probe has already proven the new
+// one loaded (trustedBehindBarrier).
 func (r *WebhookInstallReconciler) loadedGate(ctx context.Context, s *installState, service string, o rotation.Observed, gate, waiting string) bool {
 	bundle := rotation.Bundle(o.Active, o.Next, o.Previous...)
 	if lacking, err := r.admissionLacking(ctx, s, service, bundle); err != nil || lacking != "" {
@@ -223,7 +224,10 @@ func (r *WebhookInstallReconciler) loadedGate(ctx context.Context, s *installSta
 		s.rotationNote(service, fmt.Sprintf("%s: %s", waiting, lacking))
 		return false
 	}
-	res := r.probeService(ctx, s, service, bundle, gate)
+	res, spared := r.trustedBehindBarrier(ctx, s, service, bundle, gate)
+	if !spared {
+		res = r.probeService(ctx, s, service, bundle, gate)
+	}
 	switch res.verdict {
 	case trustProven:
 		return true
@@ -233,6 +237,50 @@ func (r *WebhookInstallReconciler) loadedGate(ctx context.Context, s *installSta
 	s.retryWithin(rotation.SettleTime)
 	s.rotationNote(service, fmt.Sprintf("%s: %s", waiting, res.message))
 	return false
+}
+
+// trustedBehindBarrier is loadedGate without a probe of the CRDs, when
+// another probe already proved that the API server loaded this Service's
+// caBundle writes (load_barrier.go): every CRD of the Service carries
+// bundle as Hookwright last wrote it, before a probe the API server has
+// answered through, and a conversion through each distinct port and path
+// reached the pods and trusted them. The admission webhooks are probed
+// as ever (the CRD barrier says nothing of their configurations). spared
+// is false when the barrier does not cover a CRD, or a read through it
+// did not prove trust: the probe then decides, and says why.
+func (r *WebhookInstallReconciler) trustedBehindBarrier(ctx context.Context, s *installState, service string, bundle []byte, gate string) (res trustResult, spared bool) {
+	var reads []*crdState
+	seen := map[string]bool{}
+	for _, c := range s.crds {
+		if c.webhook.Service != service {
+			continue
+		}
+		want := desired.Conversion(s.install.Namespace, service, c.definition, bundle)
+		if c.crd == nil || !conversionEqual(c.crd.Spec.Conversion, want) || !loadedByBarrier(&crdLoadBarrier, c.crd) {
+			return trustResult{}, false
+		}
+		ref := want.Webhook.ClientConfig.Service
+		if key := fmt.Sprintf("%d%s", ptr.Deref(ref.Port, 443), ptr.Deref(ref.Path, "")); !seen[key] {
+			seen[key] = true
+			reads = append(reads, c)
+		}
+	}
+	if len(reads) == 0 {
+		return trustResult{}, false
+	}
+	for _, c := range reads {
+		version := otherServedVersion(c.crd)
+		if version == "" {
+			return trustResult{}, false
+		}
+		p := r.probeConversion(ctx, s.install, c.crd, version)
+		verificationsTotal.WithLabelValues(p.result()).Inc()
+		if !p.trusted {
+			return trustResult{}, false
+		}
+	}
+	trustProbesSpared.WithLabelValues(gate).Inc()
+	return r.probeAdmissionService(ctx, s, service, bundle, gate), true
 }
 
 // pruneGate is the proof before the CAs being retired leave the caBundle:

@@ -137,8 +137,13 @@ var trustProbesTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
 	Help: "Trust probes through the API server (through the probe CRD or the probe admission configurations), by what they gated (promote, move, prune) or verified (verify: an admission webhook with failurePolicy Ignore) and result (Trusted, Untrusted, Unreachable, Inconclusive, Unavailable).",
 }, []string{"gate", "result"})
 
+var trustProbesSpared = prometheus.NewCounterVec(prometheus.CounterOpts{
+	Name: "hookwright_trust_probes_spared_total",
+	Help: "CRD trust probes a rotation gate (promote, move) did without, because another install's probe had proven the API server loaded the Service's caBundle writes and a conversion through the install's own CRDs then trusted the pods.",
+}, []string{"gate"})
+
 func init() {
-	ctrlmetrics.Registry.MustRegister(trustProbesTotal)
+	ctrlmetrics.Registry.MustRegister(trustProbesTotal, trustProbesSpared)
 	// Alerts use increase(): the series of a held rotation exists at 0.
 	trustProbesTotal.WithLabelValues("prune", string(trustUntrusted))
 }
@@ -229,7 +234,9 @@ func (r *WebhookInstallReconciler) probeTrustOn(ctx context.Context, pc probeCRD
 		}
 		return trustResult{trustInconclusive, fmt.Sprintf("reading CRD %s: %v", pc.name, err)}, false
 	}
+	var idleSent time.Time
 	if !conversionEqual(crd.Spec.Conversion, idle.conversion) {
+		idleSent = time.Now()
 		if _, res, ok := r.writeProbe(ctx, pc, idle); !ok {
 			return res, false
 		}
@@ -239,6 +246,10 @@ func (r *WebhookInstallReconciler) probeTrustOn(ctx context.Context, pc probeCRD
 	if res, o := r.awaitProbe(ctx, pc, idle, func(o probeOutcome) bool { return o.host == idle.host }); o == nil {
 		return res, false
 	}
+	if !idleSent.IsZero() {
+		crdLoadBarrier.prove(idleSent) // load_barrier.go
+	}
+	targetSent := time.Now()
 	written, res, ok := r.writeProbe(ctx, pc, target)
 	if !ok {
 		return res, false
@@ -254,6 +265,7 @@ func (r *WebhookInstallReconciler) probeTrustOn(ctx context.Context, pc probeCRD
 	if crd.ResourceVersion != written {
 		return trustResult{trustInconclusive, "CRD " + pc.name + " changed during the probe"}, false
 	}
+	crdLoadBarrier.prove(targetSent)
 	return o.result(), false
 }
 
