@@ -47,7 +47,9 @@ import (
 // when it applies a change to it; so once it answers through the probe's
 // new configuration, it has applied every CRD write made before, the
 // install's caBundle writes included. A CA rotation uses that before it
-// moves the serving certificate to a new CA (see step_rotation.go). With
+// moves the serving certificate to a new CA (see step_rotation.go), and
+// every probe records it for the rotations of other installs
+// (load_barrier.go). With
 // several API servers behind a load balancer the proof holds for the one
 // that answered; the settle time (rotation.SettleTime) stays as a floor.
 //
