@@ -81,6 +81,16 @@ var _ = Describe("Rotation at its edges", func() {
 		return fingerprint
 	}
 
+	// rotatedWithoutFailedReads waits until the install has settled on
+	// newCA after oldCA, stops the readers and holds that none failed.
+	rotatedWithoutFailedReads := func(ctx context.Context, oldCA, newCA string, readers *testfixtures.Reader) {
+		GinkgoHelper()
+		Expect(settled(ctx, oldCA, readers)).To(Equal(newCA))
+		readers.Halt()
+		Expect(readers.OK.Load()).To(BeNumerically(">", 100))
+		Expect(readers.Failed.Load()).To(BeZero(), "failed reads: %v", readers.FirstErrors())
+	}
+
 	It("keeps the CRDs' trust when the CA Secret is deleted, garbled or replaced by a foreign CA: zero failed reads each time", func(ctx context.Context) {
 		// Pods take 10 s to start, as real ones may: an old pod serves
 		// until its successor is ready. (The API server retries a failed
@@ -193,10 +203,7 @@ var _ = Describe("Rotation at its edges", func() {
 
 		By("the webhook serves the certificate it mounts again: the rotation completes")
 		stuck.Store(nil)
-		Expect(settled(ctx, oldCA, readers)).To(Equal(newCA))
-		readers.Halt()
-		Expect(readers.OK.Load()).To(BeNumerically(">", 100))
-		Expect(readers.Failed.Load()).To(BeZero(), "failed reads: %v", readers.FirstErrors())
+		rotatedWithoutFailedReads(ctx, oldCA, newCA, readers)
 		whi = getInstall(ctx, ns, "widgets")
 		Expect(whi.Status.Rotations).To(ContainElement(And(HaveField("Kind", v1alpha1.RotationCA), HaveField("NewFingerprint", newCA),
 			HaveField("Outcome", v1alpha1.RotationSucceeded))))
@@ -242,10 +249,7 @@ var _ = Describe("Rotation at its edges", func() {
 
 		By("the webhook answers trust probes again: the old CA is pruned")
 		dropProbes.Store(false)
-		Expect(settled(ctx, oldCA, readers)).To(Equal(newCA))
-		readers.Halt()
-		Expect(readers.OK.Load()).To(BeNumerically(">", 100))
-		Expect(readers.Failed.Load()).To(BeZero(), "failed reads: %v", readers.FirstErrors())
+		rotatedWithoutFailedReads(ctx, oldCA, newCA, readers)
 	})
 })
 
