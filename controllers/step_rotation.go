@@ -249,8 +249,6 @@ func (r *WebhookInstallReconciler) loadedGate(ctx context.Context, s *installSta
 // is false when the barrier does not cover a CRD, or a read through it
 // did not prove trust: the probe then decides, and says why.
 func (r *WebhookInstallReconciler) trustedBehindBarrier(ctx context.Context, s *installState, service string, bundle []byte, gate string) (res trustResult, spared bool) {
-	var reads []*crdState
-	seen := map[string]bool{}
 	for _, c := range s.crds {
 		if c.webhook.Service != service {
 			continue
@@ -259,16 +257,13 @@ func (r *WebhookInstallReconciler) trustedBehindBarrier(ctx context.Context, s *
 		if c.crd == nil || !conversionEqual(c.crd.Spec.Conversion, want) || !loadedByBarrier(&crdLoadBarrier, c.crd) {
 			return trustResult{}, false
 		}
-		ref := want.Webhook.ClientConfig.Service
-		if key := fmt.Sprintf("%d%s", ptr.Deref(ref.Port, 443), ptr.Deref(ref.Path, "")); !seen[key] {
-			seen[key] = true
-			reads = append(reads, c)
-		}
 	}
-	if len(reads) == 0 {
+	endpoints := conversionEndpoints(s, service, bundle)
+	if len(endpoints) == 0 {
 		return trustResult{}, false
 	}
-	for _, c := range reads {
+	for _, e := range endpoints {
+		c := e.crd
 		version := otherServedVersion(c.crd)
 		if version == "" {
 			return trustResult{}, false
@@ -362,24 +357,42 @@ func (r *WebhookInstallReconciler) probeService(ctx context.Context, s *installS
 // probeCRDs probes, with bundle, every distinct port and path through
 // which the Service's CRDs convert.
 func (r *WebhookInstallReconciler) probeCRDs(ctx context.Context, s *installState, service string, bundle []byte, gate string) trustResult {
-	seen := map[string]bool{}
-	for _, c := range s.crds {
-		if c.webhook.Service != service {
-			continue
-		}
-		target := newProbeTarget(desired.Conversion(s.install.Namespace, service, c.definition, bundle))
-		key := target.host + *target.conversion.Webhook.ClientConfig.Service.Path
-		if seen[key] {
-			continue
-		}
-		seen[key] = true
-		res := r.probeTrust(ctx, target)
+	for _, e := range conversionEndpoints(s, service, bundle) {
+		res := r.probeTrust(ctx, e.target)
 		trustProbesTotal.WithLabelValues(gate, string(res.verdict)).Inc()
 		if res.verdict != trustProven {
 			return res
 		}
 	}
 	return trustResult{verdict: trustProven}
+}
+
+// conversionEndpoint is one CRD of a Service standing for every CRD that
+// converts through the same port and path, and the probe target of that
+// endpoint with a given caBundle.
+type conversionEndpoint struct {
+	crd    *crdState
+	target probeTarget
+}
+
+// conversionEndpoints lists the distinct ports and paths through which
+// the Service's CRDs convert, with bundle: what a gate must prove trusted.
+func conversionEndpoints(s *installState, service string, bundle []byte) []conversionEndpoint {
+	var out []conversionEndpoint
+	seen := map[string]bool{}
+	for _, c := range s.crds {
+		if c.webhook.Service != service {
+			continue
+		}
+		target := newProbeTarget(desired.Conversion(s.install.Namespace, service, c.definition, bundle))
+		key := target.host + ptr.Deref(target.conversion.Webhook.ClientConfig.Service.Path, "")
+		if seen[key] {
+			continue
+		}
+		seen[key] = true
+		out = append(out, conversionEndpoint{crd: c, target: target})
+	}
+	return out
 }
 
 // fallbackGate is the gate without the trust probe (its CRD is missing or
