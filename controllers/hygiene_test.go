@@ -109,7 +109,7 @@ func expectTransitionEventsOnly(ctx context.Context, ns, install string) {
 			continue
 		}
 		reasons = append(reasons, e.Reason)
-		rotation := strings.HasSuffix(e.Reason, "RotationStarted") || strings.HasSuffix(e.Reason, "RotationCompleted")
+		rotation := strings.HasSuffix(e.Reason, "RotationStarted") || strings.HasSuffix(e.Reason, "RotationCompleted") || e.Reason == "CertificatesIssued"
 		identity := e.Reason == "CreatedServiceAccount"
 		Expect(rotation || identity || phaseNote.MatchString(e.Note)).To(BeTrue(), "Event %s (%q) is not a transition", e.Reason, e.Note)
 	}

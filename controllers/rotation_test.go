@@ -122,15 +122,16 @@ var _ = Describe("Certificate rotation", func() {
 
 		// Every forced rotation has one Started and one Completed Event.
 		// The install's first certificates (one CA, one serving) have one
-		// Completed Event each and no Started; the serving certificates
+		// CertificatesIssued Event together; the serving certificates
 		// each CA rotation reissues from the new CA have none: their CA
 		// rotation's Events tell them (status.rotations lists them).
 		Eventually(func(g Gomega) {
 			g.Expect(rotationEvents(ctx, g, ns)).To(Equal(map[string]int32{
+				"CertificatesIssued":       1,
 				"CARotationStarted":        int32(caRotations),
-				"CARotationCompleted":      int32(1 + caRotations),
+				"CARotationCompleted":      int32(caRotations),
 				"ServingRotationStarted":   int32(servingRotations),
-				"ServingRotationCompleted": int32(1 + servingRotations),
+				"ServingRotationCompleted": int32(servingRotations),
 			}))
 		}).Should(Succeed())
 	})
@@ -185,16 +186,16 @@ var _ = Describe("Certificate rotation", func() {
 
 		Eventually(func(g Gomega) {
 			g.Expect(rotationEvents(ctx, g, ns)).To(Equal(map[string]int32{
-				"CARotationCompleted":      1, // the first certificates: one Event each, when they complete
+				"CertificatesIssued":       1, // the first certificates: one Event, when they are in place
 				"ServingRotationStarted":   2, // both requests
-				"ServingRotationCompleted": 2, // the first certificates and the second request
+				"ServingRotationCompleted": 1, // the second request
 				"ServingRotationFailed":    1,
 			}))
 			var events eventsv1.EventList
 			g.Expect(k8s.List(ctx, &events, client.InNamespace(ns))).To(Succeed())
 			g.Expect(events.Items).To(ContainElement(And(
-				HaveField("Reason", "CARotationCompleted"), HaveField("Type", corev1.EventTypeNormal),
-				HaveField("Note", MatchRegexp(`^CA certificate rotation of service widget-webhook-service started \(Initial: first certificates of the service\): \(none\) -> \S+ and completed$`)))))
+				HaveField("Reason", "CertificatesIssued"), HaveField("Type", corev1.EventTypeNormal), HaveField("Action", "Issue"),
+				HaveField("Note", MatchRegexp(`^first certificates issued for service widget-webhook-service: CA [0-9a-f:]{95}, Serving [0-9a-f:]{95}$`)))))
 			g.Expect(events.Items).To(ContainElement(And(
 				HaveField("Reason", "ServingRotationFailed"), HaveField("Type", corev1.EventTypeWarning), HaveField("Action", "Rotate"),
 				HaveField("Regarding.Kind", "WebhookInstall"), HaveField("Regarding.Name", "widgets"),
@@ -269,14 +270,15 @@ func requestRotation(ctx context.Context, ns, request string) {
 	Expect(k8s.Patch(ctx, whi, patch)).To(Succeed())
 }
 
-// rotationEvents counts the namespace's rotation Events per reason, each
+// rotationEvents counts the namespace's certificate Events (rotations and
+// the first certificates' CertificatesIssued) per reason, each
 // repeat of a series (events.k8s.io's series.count) included.
 func rotationEvents(ctx context.Context, g Gomega, ns string) map[string]int32 {
 	var events eventsv1.EventList
 	g.Expect(k8s.List(ctx, &events, client.InNamespace(ns))).To(Succeed())
 	count := map[string]int32{}
 	for _, e := range events.Items {
-		if !strings.Contains(e.Reason, "Rotation") || e.Reason == "RotationRequestInvalid" {
+		if (!strings.Contains(e.Reason, "Rotation") || e.Reason == "RotationRequestInvalid") && e.Reason != "CertificatesIssued" {
 			continue
 		}
 		n := int32(1)

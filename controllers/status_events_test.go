@@ -1,9 +1,14 @@
 package controllers
 
 import (
+	"slices"
+	"strings"
 	"testing"
 
+	"k8s.io/client-go/tools/events"
+
 	v1alpha1 "github.com/hookwright/hookwright/api/v1alpha1"
+	"github.com/hookwright/hookwright/controllers/rotation"
 )
 
 func TestPhaseChangeTold(t *testing.T) {
@@ -31,6 +36,80 @@ func TestPhaseChangeTold(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := phaseChangeTold(tc.old, tc.next); got != tc.want {
 				t.Errorf("phaseChangeTold(%s/%s -> %s/%s) = %v, want %v", tc.old.Phase, tc.old.Reason, tc.next.Phase, tc.next.Reason, got, tc.want)
+			}
+		})
+	}
+}
+
+func TestRecordRotationsTellsTransitionsOnly(t *testing.T) {
+	rec := func(service string, kind v1alpha1.RotationKind, reason, old, new string, outcome v1alpha1.RotationOutcome) v1alpha1.RotationRecord {
+		return v1alpha1.RotationRecord{Service: service, Kind: kind, Reason: reason, Message: "m", OldFingerprint: old, NewFingerprint: new, Outcome: outcome}
+	}
+	const (
+		inProgress = v1alpha1.RotationInProgress
+		succeeded  = v1alpha1.RotationSucceeded
+		failed     = v1alpha1.RotationFailed
+		ca         = v1alpha1.RotationCA
+		serving    = v1alpha1.RotationServing
+	)
+	initial := rotation.ReasonInitial
+	for _, tc := range []struct {
+		name      string
+		old, next []v1alpha1.RotationRecord
+		want      []string
+	}{
+		{"an install's first certificates, in place together: one Event",
+			[]v1alpha1.RotationRecord{rec("svc", ca, initial, "", "c1", inProgress), rec("svc", serving, initial, "", "s1", inProgress)},
+			[]v1alpha1.RotationRecord{rec("svc", ca, initial, "", "c1", succeeded), rec("svc", serving, initial, "", "s1", succeeded)},
+			[]string{"Normal CertificatesIssued first certificates issued for service svc: CA c1, Serving s1"}},
+		{"first certificates issued and in place in one pass",
+			nil,
+			[]v1alpha1.RotationRecord{rec("svc", ca, initial, "", "c1", succeeded), rec("svc", serving, initial, "", "s1", succeeded)},
+			[]string{"Normal CertificatesIssued first certificates issued for service svc: CA c1, Serving s1"}},
+		{"first certificates still in flight: nothing yet",
+			nil,
+			[]v1alpha1.RotationRecord{rec("svc", ca, initial, "", "c1", inProgress), rec("svc", serving, initial, "", "s1", inProgress)},
+			nil},
+		{"two Services' first certificates: still one Event",
+			nil,
+			[]v1alpha1.RotationRecord{rec("a", ca, initial, "", "c1", succeeded), rec("b", ca, initial, "", "c2", succeeded), rec("a", serving, initial, "", "s1", succeeded)},
+			[]string{"Normal CertificatesIssued first certificates issued for service a: CA c1, Serving s1; for service b: CA c2"}},
+		{"a first certificate already told is not told again",
+			[]v1alpha1.RotationRecord{rec("svc", ca, initial, "", "c1", succeeded), rec("svc", serving, initial, "", "s1", inProgress)},
+			[]v1alpha1.RotationRecord{rec("svc", ca, initial, "", "c1", succeeded), rec("svc", serving, initial, "", "s1", succeeded)},
+			[]string{"Normal CertificatesIssued first certificates issued for service svc: Serving s1"}},
+		{"a requested rotation: told when it starts and when it ends",
+			nil,
+			[]v1alpha1.RotationRecord{rec("svc", ca, rotation.ReasonManual, "c1", "c2", inProgress)},
+			[]string{"Normal CARotationStarted CA certificate rotation of service svc started (Manual: m): c1 -> c2"}},
+		{"a requested rotation ends",
+			[]v1alpha1.RotationRecord{rec("svc", ca, rotation.ReasonManual, "c1", "c2", inProgress)},
+			[]v1alpha1.RotationRecord{rec("svc", ca, rotation.ReasonManual, "c1", "c2", succeeded)},
+			[]string{"Normal CARotationCompleted CA certificate rotation of service svc completed: c2 now serves"}},
+		{"a serving certificate moved to a new CA: its CA's Events tell it",
+			nil,
+			[]v1alpha1.RotationRecord{rec("svc", serving, reasonCARotation, "s1", "s2", succeeded)},
+			nil},
+		{"a first certificate that failed: a Warning of its own",
+			[]v1alpha1.RotationRecord{rec("svc", serving, initial, "", "s1", inProgress)},
+			[]v1alpha1.RotationRecord{rec("svc", serving, initial, "", "s1", failed)},
+			[]string{"Warning ServingRotationFailed Serving certificate rotation of service svc did not complete: m"}},
+		{"nothing changed",
+			[]v1alpha1.RotationRecord{rec("svc", ca, initial, "", "c1", succeeded)},
+			[]v1alpha1.RotationRecord{rec("svc", ca, initial, "", "c1", succeeded)},
+			nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			recorder := events.NewFakeRecorder(10)
+			r := &WebhookInstallReconciler{Recorder: recorder}
+			r.recordRotations(&v1alpha1.WebhookInstall{}, tc.old, tc.next)
+			close(recorder.Events)
+			var got []string
+			for e := range recorder.Events {
+				got = append(got, e)
+			}
+			if !slices.Equal(got, tc.want) {
+				t.Errorf("Events:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(tc.want, "\n"))
 			}
 		})
 	}

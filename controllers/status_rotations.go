@@ -13,6 +13,7 @@ import (
 	v1alpha1 "github.com/hookwright/hookwright/api/v1alpha1"
 	"github.com/hookwright/hookwright/certs"
 	"github.com/hookwright/hookwright/controllers/rotation"
+	"github.com/hookwright/hookwright/internal/eventnote"
 )
 
 // maxRotationHistory bounds status.rotations.
@@ -160,16 +161,18 @@ func certificatesMessage(s *installState) string {
 //
 // Two kinds of rotation are not transitions anyone acts on when they
 // start (eventsOf): an install's first certificates replace nothing, so
-// they get one Event, when they end, whose note says both
-// (firstIssuanceNote); and a serving certificate moved to a new CA is a
-// step of that CA's rotation, whose Events tell it, so it gets an Event
-// only if it fails. That is two writes less per install, and two per CA
-// rotation.
+// all those that complete in one pass (a Service's CA and serving
+// certificate, usually together) get one CertificatesIssued Event, whose
+// note names each (issuanceNote); and a serving certificate moved to a
+// new CA is a step of that CA's rotation, whose Events tell it, so it
+// gets an Event only if it fails. That is three writes less per install,
+// and two per CA rotation.
 func (r *WebhookInstallReconciler) recordRotations(install *v1alpha1.WebhookInstall, old, next []v1alpha1.RotationRecord) {
 	known := map[string]v1alpha1.RotationOutcome{}
 	for _, rec := range old {
 		known[rotationKey(rec)] = rec.Outcome
 	}
+	var issued []v1alpha1.RotationRecord
 	for _, rec := range next {
 		before, seen := known[rotationKey(rec)]
 		told := eventsOf(rec)
@@ -186,12 +189,15 @@ func (r *WebhookInstallReconciler) recordRotations(install *v1alpha1.WebhookInst
 				r.Recorder.Eventf(install, nil, corev1.EventTypeNormal, string(rec.Kind)+"RotationCompleted", "Rotate",
 					"%s certificate rotation of service %s completed: %s now serves", rec.Kind, rec.Service, rec.NewFingerprint)
 			case toldAtEnd:
-				r.Recorder.Eventf(install, nil, corev1.EventTypeNormal, string(rec.Kind)+"RotationCompleted", "Rotate", "%s", firstIssuanceNote(rec))
+				issued = append(issued, rec)
 			}
 		case v1alpha1.RotationFailed:
 			r.Recorder.Eventf(install, nil, corev1.EventTypeWarning, string(rec.Kind)+"RotationFailed", "Rotate",
 				"%s certificate rotation of service %s did not complete: %s", rec.Kind, rec.Service, rec.Message)
 		}
+	}
+	if len(issued) > 0 {
+		r.Recorder.Eventf(install, nil, corev1.EventTypeNormal, eventnote.ReasonCertificatesIssued, "Issue", "%s", issuanceNote(issued))
 	}
 }
 
@@ -200,7 +206,7 @@ type rotationTold int
 
 const (
 	toldAtStartAndEnd rotationTold = iota // <Kind>RotationStarted, then <Kind>RotationCompleted
-	toldAtEnd                             // one <Kind>RotationCompleted saying both (firstIssuanceNote)
+	toldAtEnd                             // in the pass's one CertificatesIssued Event (issuanceNote)
 	toldIfFailed                          // none: another rotation's Events tell it
 )
 
@@ -220,10 +226,14 @@ func startedNote(rec v1alpha1.RotationRecord) string {
 	return fmt.Sprintf("%s certificate rotation of service %s started (%s: %s): %s -> %s", rec.Kind, rec.Service, rec.Reason, rec.Message, orNone(rec.OldFingerprint), rec.NewFingerprint)
 }
 
-// firstIssuanceNote is the note of the one Event of an install's first
-// certificates: the started note, and that they completed.
-func firstIssuanceNote(rec v1alpha1.RotationRecord) string {
-	return startedNote(rec) + " and completed"
+// issuanceNote is the note of the CertificatesIssued Event of an
+// install's first certificates; `hookwright audit` parses it.
+func issuanceNote(recs []v1alpha1.RotationRecord) string {
+	issued := make([]eventnote.Issued, 0, len(recs))
+	for _, rec := range recs {
+		issued = append(issued, eventnote.Issued{Service: rec.Service, Kind: string(rec.Kind), Fingerprint: rec.NewFingerprint})
+	}
+	return eventnote.Issuance(issued)
 }
 
 func rotationKey(rec v1alpha1.RotationRecord) string {

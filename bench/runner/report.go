@@ -278,7 +278,7 @@ func (r *Report) details(w func(string, ...any)) {
 		for _, s := range p.Sizes {
 			unfinished = append(unfinished, fmt.Sprintf("N=%d: %d", s.N, s.Unfinished))
 		}
-		w("Installs first seen verified while their first certificates were still recorded in progress (their completion left to a later pass, with one more status write and two Events): %s.", strings.Join(unfinished, ", "))
+		w("Installs first seen verified while their first certificates were still recorded in progress (their completion left to a later pass, with one more status write and its Event): %s.", strings.Join(unfinished, ", "))
 		if len(p.Sizes) > 0 && p.Sizes[0].Concurrency > 0 {
 			w("")
 			w("The operator ran %0.f concurrent reconcile(s) (controller_runtime_max_concurrent_reconciles).", p.Sizes[0].Concurrency)

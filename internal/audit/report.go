@@ -16,6 +16,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	v1alpha1 "github.com/hookwright/hookwright/api/v1alpha1"
+	"github.com/hookwright/hookwright/controllers/rotation"
+	"github.com/hookwright/hookwright/internal/eventnote"
 )
 
 // Report is what `hookwright audit -o json|yaml` prints; its schema is
@@ -167,9 +169,11 @@ func fromRecord(in *v1alpha1.WebhookInstall, rec v1alpha1.RotationRecord) Rotati
 // startedNote is the note of a <Kind>RotationStarted Event
 // (controllers/status_rotations.go): "<kind> certificate rotation of
 // service <svc> started (<reason>: <message>): <old> -> <new>". An
-// install's first certificates have no Started Event: their one
-// <Kind>RotationCompleted Event carries the same note with " and
-// completed" after it.
+// install's first certificates have no Started Event: Hookwright tells
+// them in one CertificatesIssued Event (eventnote.Issuance); releases
+// before it wrote one <Kind>RotationCompleted Event each, with the
+// started note and " and completed" after it, which a cluster upgraded
+// within an Event's lifetime may still hold.
 var startedNote = regexp.MustCompile(`^(\S+) certificate rotation of service (\S+) started \(([^:]*): .*\): (\S+) -> (\S+?)( and completed)?$`)
 
 // fromEvents reads the rotations the Events of WebhookInstalls record.
@@ -180,6 +184,10 @@ var startedNote = regexp.MustCompile(`^(\S+) certificate rotation of service (\S
 func fromEvents(events []corev1.Event) []Rotation {
 	var out []Rotation
 	for _, e := range events {
+		if e.InvolvedObject.Kind == "WebhookInstall" && e.Reason == eventnote.ReasonCertificatesIssued {
+			out = append(out, fromIssuance(e)...)
+			continue
+		}
 		started := strings.HasSuffix(e.Reason, "RotationStarted")
 		if e.InvolvedObject.Kind != "WebhookInstall" || !started && !strings.HasSuffix(e.Reason, "RotationCompleted") {
 			continue
@@ -194,10 +202,7 @@ func fromEvents(events []corev1.Event) []Rotation {
 		}
 		// A first issuance's one Event is recorded when it completes: its
 		// Started is that moment; status.rotations has the exact start.
-		at := e.EventTime.Time
-		if at.IsZero() {
-			at = e.FirstTimestamp.Time
-		}
+		at := eventTime(e)
 		outcome := string(v1alpha1.RotationSucceeded)
 		if started {
 			outcome = outcomeFromEvents(events, e, m[2], m[5])
@@ -207,6 +212,33 @@ func fromEvents(events []corev1.Event) []Rotation {
 			OldFingerprint: old, NewFingerprint: m[5], Source: "event"})
 	}
 	return out
+}
+
+// fromIssuance reads an install's first certificates from its
+// CertificatesIssued Event. The Event is recorded once they are in place:
+// its time stands for their start (status.rotations has the exact one).
+func fromIssuance(e corev1.Event) []Rotation {
+	issued, ok := eventnote.ParseIssuance(e.Message)
+	if !ok {
+		return nil
+	}
+	at := eventTime(e)
+	out := make([]Rotation, 0, len(issued))
+	for _, c := range issued {
+		out = append(out, Rotation{Namespace: e.InvolvedObject.Namespace, Install: e.InvolvedObject.Name, Service: c.Service, Kind: c.Kind,
+			Reason: rotation.ReasonInitial, Started: metav1.NewTime(at.Truncate(time.Second)), Outcome: string(v1alpha1.RotationSucceeded),
+			NewFingerprint: c.Fingerprint, Source: "event"})
+	}
+	return out
+}
+
+// eventTime is when an Event happened: events.k8s.io's eventTime, or the
+// core API's firstTimestamp for Events written without one.
+func eventTime(e corev1.Event) time.Time {
+	if e.EventTime.IsZero() {
+		return e.FirstTimestamp.Time
+	}
+	return e.EventTime.Time
 }
 
 func outcomeFromEvents(events []corev1.Event, started corev1.Event, service, fingerprint string) string {

@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	v1alpha1 "github.com/hookwright/hookwright/api/v1alpha1"
+	"github.com/hookwright/hookwright/internal/eventnote"
 )
 
 var t0 = time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC)
@@ -50,9 +51,21 @@ func startedEvent(in v1alpha1.WebhookInstall, kind string, started time.Duration
 	}
 }
 
-// firstIssuanceEvent is the one Event of an install's first certificates:
-// a Completed Event whose note says they started and completed.
-func firstIssuanceEvent(in v1alpha1.WebhookInstall, kind string, at time.Duration, new string) corev1.Event {
+// issuanceEvent is the one Event of an install's first certificates, as
+// controllers/status_rotations.go writes it.
+func issuanceEvent(in v1alpha1.WebhookInstall, at time.Duration, issued ...eventnote.Issued) corev1.Event {
+	return corev1.Event{
+		InvolvedObject: corev1.ObjectReference{Kind: "WebhookInstall", Namespace: in.Namespace, Name: in.Name, UID: in.UID},
+		Reason:         eventnote.ReasonCertificatesIssued,
+		Message:        eventnote.Issuance(issued),
+		EventTime:      metav1.NewMicroTime(t0.Add(at)),
+	}
+}
+
+// legacyIssuanceEvent is the Event of one first certificate as releases
+// before CertificatesIssued wrote it: a Completed Event whose note says it
+// started and completed.
+func legacyIssuanceEvent(in v1alpha1.WebhookInstall, kind string, at time.Duration, new string) corev1.Event {
 	return corev1.Event{
 		InvolvedObject: corev1.ObjectReference{Kind: "WebhookInstall", Namespace: in.Namespace, Name: in.Name, UID: in.UID},
 		Reason:         kind + "RotationCompleted",
@@ -79,10 +92,13 @@ func TestBuildListsEachRotationOnceOldestFirst(t *testing.T) {
 		startedEvent(in, "Serving", 2*time.Hour, "s1", "s2"),
 		// Older rotations only the Events still know (trimmed from status):
 		// the first certificates, told by one Event, and a CA rotation.
-		firstIssuanceEvent(in, "CA", 30*time.Minute, "ca0"),
+		issuanceEvent(in, 30*time.Minute, eventnote.Issued{Service: "a-service", Kind: "CA", Fingerprint: "ca0"},
+			eventnote.Issued{Service: "a-service", Kind: "Serving", Fingerprint: "s0"}),
 		startedEvent(in, "CA", time.Hour, "ca0", "ca1"),
 		completedEvent(in, "CA", "ca1"),
-		// Another install's, with no completion Event left.
+		// Another install's, with no completion Event left, and its first
+		// CA told the way an earlier release did.
+		legacyIssuanceEvent(older, "CA", 20*time.Minute, "x0"),
 		startedEvent(older, "Serving", 90*time.Minute, "x1", "x2"),
 	}
 	report := Build([]v1alpha1.WebhookInstall{in, older}, events, time.Time{}, t0.Add(4*time.Hour))
@@ -92,7 +108,9 @@ func TestBuildListsEachRotationOnceOldestFirst(t *testing.T) {
 		got = append(got, strings.Join([]string{r.Namespace, r.Kind, r.OldFingerprint, r.NewFingerprint, r.Outcome, r.Source}, " "))
 	}
 	want := []string{
+		"team-b CA  x0 Succeeded event",
 		"team-a CA  ca0 Succeeded event",
+		"team-a Serving  s0 Succeeded event",
 		"team-a CA ca0 ca1 Succeeded event",
 		"team-b Serving x1 x2 Unknown event",
 		"team-a Serving s1 s2 Succeeded status",
