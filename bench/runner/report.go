@@ -90,7 +90,8 @@ type resyncResult struct {
 	Writes         []auditEvent `json:"-"`
 	Reads, DryRuns int
 	Breakdown      string
-	Took           time.Duration // start → n installs reconciled
+	Took           time.Duration // the restart, or the periodic resync's first reconcile → n installs reconciled
+	Waited         time.Duration // periodic: the restart wave's end → the resync's first reconcile
 	Reconciles     float64
 }
 
@@ -239,8 +240,8 @@ func (r *Report) details(w func(string, ...any)) {
 		w("")
 	}
 	if p := r.P3; p != nil {
-		w("**P3.** Two idle resyncs over %d installs (%d Succeeded), each counted from the operator's create/update/patch/delete requests in the audit log until 3 s without one. After a restart (with `--sync-period=%s`), its fresh caches hand every install to the reconciler once: %s. Then controller-runtime's periodic resync (SyncPeriod %s: every informer replays its objects) delivers every install again: %s. The operator is then restarted with its default flags for P5.",
-			p.Installs, p.Succeeded, p.SyncPeriod, p.Restart.describe("restart"), p.SyncPeriod, p.Periodic.describe("resync"))
+		w("**P3.** Two idle resyncs over %d installs (%d Succeeded), each counted from the operator's create/update/patch/delete requests in the audit log until 3 s without one. After a restart (with `--sync-period=%s`), its fresh caches hand every install to the reconciler once: %s. Then controller-runtime's periodic resync (SyncPeriod %s: every informer replays its objects) delivers every install again: %s. It came %s after the restart wave: client-go resyncs an event handler added after its informer started, as controller-runtime adds its controllers', only at the informer's second resync check, about twice SyncPeriod after the start. The operator is then restarted with its default flags for P5.",
+			p.Installs, p.Succeeded, p.SyncPeriod, p.Restart.describe("restart"), p.SyncPeriod, p.Periodic.describe("resync's first reconcile"), p.Periodic.Waited.Round(time.Second))
 		if prof := r.Profile; prof != nil {
 			w("")
 			w("The restart follows the P4 profile, whose in-process reconciler stops once its %d installs are verified: %d of them were first seen verified with their first certificates still in progress, a completion the restart's pass would write.", prof.N, prof.Unfinished)
