@@ -10,6 +10,7 @@ import (
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -47,6 +48,7 @@ var _ = Describe("Certificate rotation", func() {
 		}
 
 		failedVerificationsBefore := metricValue("hookwright_conversion_verifications_total", map[string]string{"result": "failure"})
+		verifiedSeen := watchCondition(ctx, ns, "widgets", v1alpha1.TypeConversionVerified)
 		readers := startReaders(ctx, group, ns, names, 4)
 		started := time.Now()
 		caRotations, servingRotations := 0, 0
@@ -82,6 +84,12 @@ var _ = Describe("Certificate rotation", func() {
 		fmt.Fprintln(GinkgoWriter, report)
 		Expect(failed).To(BeZero(), "failed reads: %v", readers.FirstErrors())
 		Expect(float64(ok) / elapsed.Seconds()).To(BeNumerically(">=", 20))
+		// Reads never failed, and the status never said otherwise: a CA
+		// rotation's caBundle writes keep ConversionVerified True (an alert
+		// on it must not fire on every rotation).
+		seen := verifiedSeen()
+		Expect(len(seen)).To(BeNumerically(">=", 20), "one status write per rotation at least")
+		Expect(seen).To(HaveEach(HavePrefix(string(metav1.ConditionTrue))), "ConversionVerified, every status written during the rotations")
 
 		whi := getInstall(ctx, ns, "widgets")
 		Expect(whi.Status.Rotations).To(HaveLen(20), "the audit trail is bounded to 20")
@@ -268,6 +276,33 @@ func requestRotation(ctx context.Context, ns, request string) {
 	patch := client.MergeFrom(whi.DeepCopy())
 	whi.Annotations = map[string]string{v1alpha1.AnnotationRotate: request}
 	Expect(k8s.Patch(ctx, whi, patch)).To(Succeed())
+}
+
+// watchCondition watches an install's status from now on; the function
+// it returns stops the watch and lists the condition's status and reason
+// ("True Succeeded") in every version of the object the watch delivered.
+func watchCondition(ctx context.Context, ns, name, conditionType string) func() []string {
+	wc, err := client.NewWithWatch(cluster.Config, client.Options{Scheme: k8s.Scheme()})
+	Expect(err).NotTo(HaveOccurred())
+	w, err := wc.Watch(ctx, &v1alpha1.WebhookInstallList{}, client.InNamespace(ns), client.MatchingFields{"metadata.name": name})
+	Expect(err).NotTo(HaveOccurred())
+	var seen []string
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for e := range w.ResultChan() {
+			if whi, ok := e.Object.(*v1alpha1.WebhookInstall); ok {
+				if c := meta.FindStatusCondition(whi.Status.Conditions, conditionType); c != nil {
+					seen = append(seen, string(c.Status)+" "+c.Reason)
+				}
+			}
+		}
+	}()
+	return func() []string {
+		w.Stop()
+		<-done
+		return seen
+	}
 }
 
 // rotationEvents counts the namespace's certificate Events (rotations and

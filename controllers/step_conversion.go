@@ -60,6 +60,7 @@ func (r *WebhookInstallReconciler) configureConversion(ctx context.Context, s *i
 		// phase Event (Succeeded or Failed), a caBundle change by
 		// the rotation's Events with both fingerprints, a restore by
 		// ConversionDriftRestored and a hand-over by TookOver.
+		c.bundleOnly = onlyCABundleDiffers(c.crd.Spec.Conversion, want)
 		c.crd.Spec.Conversion, c.state, c.written = want, v1alpha1.ConversionConfigured, true
 		c.writtenVersion = applied.GetResourceVersion()
 		noteConversionWrite(c.name, c.writtenVersion, time.Now())
@@ -84,6 +85,17 @@ func conversionApplyObject(name string, conv *apiextensionsv1.CustomResourceConv
 		u.Object["spec"] = map[string]any{"conversion": raw}
 	}
 	return u
+}
+
+// onlyCABundleDiffers: have is the webhook conversion want describes, but
+// for the caBundle it trusts.
+func onlyCABundleDiffers(have, want *apiextensionsv1.CustomResourceConversion) bool {
+	if have == nil || have.Webhook == nil || have.Webhook.ClientConfig == nil {
+		return false
+	}
+	sameBundle := want.DeepCopy()
+	sameBundle.Webhook.ClientConfig.CABundle = have.Webhook.ClientConfig.CABundle
+	return conversionEqual(have, sameBundle)
 }
 
 func conversionEqual(have, want *apiextensionsv1.CustomResourceConversion) bool {

@@ -16,6 +16,7 @@ import (
 
 	v1alpha1 "github.com/hookwright/hookwright/api/v1alpha1"
 	"github.com/hookwright/hookwright/certs"
+	"github.com/hookwright/hookwright/controllers/rotation"
 )
 
 // verifyFailedRetry is how soon a failed verification is tried again:
@@ -94,6 +95,12 @@ func (r *WebhookInstallReconciler) verifyConversion(ctx context.Context, s *inst
 				c.state, c.verifyReason, c.message = v1alpha1.ConversionFailed, reason, message
 				continue
 			}
+			if rotationRewrite(s, c) {
+				// Verified it stays: see rotationRewrite. Not trusted yet:
+				// the rotation's gates prove the new caBundle.
+				c.state, c.message = v1alpha1.ConversionVerified, previousMessage(s.install, c.name)
+				continue
+			}
 			if !r.writeWatched(ctx, s, c) {
 				c.message = "configured; verification follows once the API server has loaded it"
 				continue
@@ -129,6 +136,37 @@ func (r *WebhookInstallReconciler) verifyConversion(ctx context.Context, s *inst
 	// Admission webhooks are verified in the same step, after the CRDs
 	// (admission_verify.go).
 	return r.verifyAdmission(ctx, s)
+}
+
+// rotationRewrite: this pass wrote only the caBundle of a CRD the status
+// says is verified for this spec, for a CA rotation of its Service. The
+// CRD stays ConversionVerified through it: the rotation adds the new CA
+// next to the one the pods serve, and removes the old one only once the
+// trust probe proved the pods serve through the new one alone
+// (step_rotation.go), so conversions work across the write; and the next
+// pass verifies through the API server again (stillVerified is false while
+// a rotation is under way). Reporting "verification follows" instead made
+// ConversionVerified leave True twice per CA rotation, an alert on it fire
+// on every rotation, and cost two status writes.
+func rotationRewrite(s *installState, c *crdState) bool {
+	if !c.bundleOnly || c.handover || c.driftManager != "" || !rotating(s, c.webhook.Service) {
+		return false
+	}
+	for _, rec := range inProgressRotations(s) {
+		if rec.Service == c.webhook.Service && (rec.Reason == rotation.ReasonCAExpired || rec.Reason == rotation.ReasonInitial) {
+			return false // a CA issued from scratch: no ordered hand-over vouches for the write
+		}
+	}
+	st := s.install.Status
+	if st.ObservedGeneration != s.install.Generation {
+		return false
+	}
+	for _, prev := range st.ConversionCRDs {
+		if prev.Name == c.name {
+			return prev.State == v1alpha1.ConversionVerified
+		}
+	}
+	return false
 }
 
 // stillVerified: the status says verified for this generation and CA, and

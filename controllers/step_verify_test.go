@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	v1alpha1 "github.com/hookwright/hookwright/api/v1alpha1"
+	"github.com/hookwright/hookwright/controllers/rotation"
 )
 
 // The messages are the API server's, captured from the API-server suites
@@ -50,4 +51,58 @@ func TestClassifyConversionError(t *testing.T) {
 			}
 		})
 	}
+}
+
+func TestRotationRewrite(t *testing.T) {
+	const svc, crd = "hooks", "widgets.example.com"
+	verifiedStatus := func(state v1alpha1.ConversionState, reasons ...string) v1alpha1.WebhookInstallStatus {
+		st := v1alpha1.WebhookInstallStatus{ObservedGeneration: 3, Phase: v1alpha1.PhaseSucceeded,
+			ConversionCRDs: []v1alpha1.ConversionCRDStatus{{Name: crd, State: state}}}
+		for _, reason := range reasons {
+			st.Rotations = append(st.Rotations, v1alpha1.RotationRecord{Service: svc, Kind: v1alpha1.RotationCA, Reason: reason, Outcome: v1alpha1.RotationInProgress})
+		}
+		return st
+	}
+	for _, tc := range []struct {
+		name   string
+		status v1alpha1.WebhookInstallStatus
+		crd    crdState
+		want   bool
+	}{
+		{"a CA rotation's caBundle write on a verified CRD", verifiedStatus(v1alpha1.ConversionVerified, rotation.ReasonManual),
+			crdState{bundleOnly: true}, true},
+		{"a write that changed more than the caBundle", verifiedStatus(v1alpha1.ConversionVerified, rotation.ReasonManual),
+			crdState{}, false},
+		{"no rotation under way (a caBundle someone else changed)", verifiedStatus(v1alpha1.ConversionVerified),
+			crdState{bundleOnly: true}, false},
+		{"a CRD not verified before", verifiedStatus(v1alpha1.ConversionFailed, rotation.ReasonManual),
+			crdState{bundleOnly: true}, false},
+		{"a drift restored", verifiedStatus(v1alpha1.ConversionVerified, rotation.ReasonManual),
+			crdState{bundleOnly: true, driftManager: "kubectl"}, false},
+		{"a CRD taken over", verifiedStatus(v1alpha1.ConversionVerified, rotation.ReasonManual),
+			crdState{bundleOnly: true, handover: true}, false},
+		{"a CA issued from scratch after the old one expired", verifiedStatus(v1alpha1.ConversionVerified, rotation.ReasonCAExpired),
+			crdState{bundleOnly: true}, false},
+		{"an install's first certificates", verifiedStatus(v1alpha1.ConversionVerified, rotation.ReasonInitial),
+			crdState{bundleOnly: true}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			install := &v1alpha1.WebhookInstall{Status: tc.status}
+			install.Generation = 3
+			c := tc.crd
+			c.name, c.webhook.Service, c.written = crd, svc, true
+			if got := rotationRewrite(&installState{install: install}, &c); got != tc.want {
+				t.Errorf("rotationRewrite = %v, want %v", got, tc.want)
+			}
+		})
+	}
+	t.Run("a spec changed since the status", func(t *testing.T) {
+		install := &v1alpha1.WebhookInstall{Status: verifiedStatus(v1alpha1.ConversionVerified, rotation.ReasonManual)}
+		install.Generation = 4
+		c := crdState{name: crd, bundleOnly: true, written: true}
+		c.webhook.Service = svc
+		if rotationRewrite(&installState{install: install}, &c) {
+			t.Error("rotationRewrite = true for a status of an older generation")
+		}
+	})
 }
