@@ -23,9 +23,12 @@ import (
 // the way out as testcluster.HandlerHost does: a Shutdown straight away
 // failed one storm read with EOF (a pooled connection closed under the
 // API server).
-type converterHost struct{}
+//
+// served, when set, counts each ConversionReview it answers: a dry-run
+// that succeeded while the CRD still said None converted without it.
+type converterHost struct{ served *servedReviews }
 
-func (converterHost) Run(ctx context.Context, env *testcluster.PodEnv) error {
+func (h converterHost) Run(ctx context.Context, env *testcluster.PodEnv) error {
 	dir, err := env.MountDir(testcluster.DefaultCertMount)
 	if err != nil {
 		return err
@@ -55,11 +58,42 @@ func (converterHost) Run(ctx context.Context, env *testcluster.PodEnv) error {
 	if _, err := getCertificate(nil); err != nil {
 		return err
 	}
+	var handler http.Handler = &testcluster.WidgetConverter{}
+	if h.served != nil {
+		handler = h.served.counting(env.Namespace, handler)
+	}
 	srv := &http.Server{
-		Handler:           &testcluster.WidgetConverter{},
+		Handler:           handler,
 		TLSConfig:         &tls.Config{GetCertificate: getCertificate, MinVersion: tls.VersionTLS12},
 		ReadHeaderTimeout: 10 * time.Second,
 		ErrorLog:          log.New(io.Discard, "", 0),
 	}
 	return testcluster.ServeDraining(ctx, env, srv, 0)
+}
+
+// servedReviews counts, per namespace, the ConversionReviews the
+// stand-in webhooks answered.
+type servedReviews struct {
+	mu sync.Mutex
+	n  map[string]int
+}
+
+func newServedReviews() *servedReviews { return &servedReviews{n: map[string]int{}} }
+
+func (s *servedReviews) count(ns string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.n[ns]
+}
+
+// counting wraps a webhook's handler: each request it answered counts
+// once the answer is written, before the API server can reply to the
+// request that made it call.
+func (s *servedReviews) counting(ns string, next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		next.ServeHTTP(w, r)
+		s.mu.Lock()
+		s.n[ns]++
+		s.mu.Unlock()
+	})
 }

@@ -57,7 +57,7 @@ func (b *bench) p1Hookwright(ctx context.Context) error {
 		}
 		// From the earliest moment Hookwright may point the CRD at the
 		// webhook, every conversion must work: probe until verified.
-		probe := b.startProber(ctx, ns, crdKinds[0])
+		probe := b.startProber(ctx, ns, crdKinds[0], nil)
 		_, err := b.observer.waitAll(ctx, b.observer.verified, []types.NamespacedName{key}, deadline)
 		failed := probe.stop()
 		if err != nil {
@@ -204,7 +204,7 @@ func (b *bench) anchorFromStart(ctx context.Context, ns string) (time.Duration, 
 	if err := b.createCRD(ctx, convertedCRD(ns, crdKinds[0], serviceConversion(ns))); err != nil {
 		return 0, 0, err
 	}
-	probe := b.startProber(ctx, ns, crdKinds[0])
+	probe := b.startProber(ctx, ns, crdKinds[0], nil)
 	started := time.Now()
 	webhook := anchorWebhook{Namespace: ns, Secret: anchorSecret, Service: webhookService, CertDir: filepath.Join(b.work, "cc-certs", ns), CRDs: crdNames(ns, 1)}
 	cc, err := b.startAnchor(ns, []anchorWebhook{webhook})
