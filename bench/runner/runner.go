@@ -129,7 +129,7 @@ func sizesFor(smoke bool) sizes {
 		p4: []int{100, 300, 1000}, p5Secrets: 10000, p5CRDs: 1000, p5SchemaKB: 50, settle: 15 * time.Second,
 		certBenchtime: "1s", reserveAfterP4: 4 * time.Minute, p4MaxPerSize: 10 * time.Minute,
 		installTimeout: time.Minute, foreignNamespace: 10, memoryWait: 90 * time.Second, idleAfter: 130 * time.Second,
-		migrationObjects: 10000, syncPeriod: 90 * time.Second, stormSample: 10,
+		migrationObjects: 10000, syncPeriod: 45 * time.Second, stormSample: 10,
 	}
 }
 
