@@ -106,8 +106,9 @@ func (r *WebhookInstallReconciler) verifyConversion(ctx context.Context, s *inst
 				continue
 			}
 			c.written = false // as loaded as a later pass would find it: verified now
+			c.unconfirmed = true
 		}
-		if r.stillVerified(s, c) {
+		if !r.unconfirmed.take(c.name) && r.stillVerified(s, c) {
 			c.state, c.trusted, c.message = v1alpha1.ConversionVerified, true, previousMessage(s.install, c.name)
 			continue
 		}
@@ -126,6 +127,10 @@ func (r *WebhookInstallReconciler) verifyConversion(ctx context.Context, s *inst
 			s.retryWithin(verifyForbiddenRetry)
 		case p.converted:
 			c.state = v1alpha1.ConversionVerified
+			if c.unconfirmed {
+				r.unconfirmed.add(c.name)
+				s.retryWithin(confirmAfter)
+			}
 		case p.reason != "":
 			c.state, c.verifyReason = v1alpha1.ConversionFailed, p.reason
 			s.retryWithin(verifyFailedRetry)

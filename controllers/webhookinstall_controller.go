@@ -46,6 +46,9 @@ type WebhookInstallReconciler struct {
 
 	migratorOnce  sync.Once
 	migratorState *migrator
+	// unconfirmed: CRDs verified right after their write, verified once
+	// more by a later pass (verify_confirm.go).
+	unconfirmed unconfirmedVerifications
 }
 
 // DefaultConcurrency: measured by `make bench` (P4), one worker let 1,000

@@ -1,0 +1,103 @@
+package controllers
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+
+	v1alpha1 "github.com/hookwright/hookwright/api/v1alpha1"
+	"github.com/hookwright/hookwright/certs"
+	"github.com/hookwright/hookwright/controllers/desired"
+)
+
+// A verification made in the pass that pointed the CRD at the webhook may
+// have converted through None, if the API server had not applied the
+// write yet. Here the first dry-run succeeds as None would, and the
+// webhook really answers 404 (a webhookPath it does not serve): the pass
+// after it verifies once more and reports the 404; the pass after that
+// trusts the status, as ever.
+func TestVerifiedRightAfterTheWriteIsConfirmedOnce(t *testing.T) {
+	const crdName = "widgets.example.com"
+	notServed := errors.New(`conversion webhook for example.com/v2, Kind=Widget failed: the server could not find the requested resource`)
+	dryRuns := 0
+	scheme := runtime.NewScheme()
+	if err := apiextensionsv1.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	crd := &apiextensionsv1.CustomResourceDefinition{
+		ObjectMeta: metav1.ObjectMeta{Name: crdName},
+		Spec: apiextensionsv1.CustomResourceDefinitionSpec{
+			Group: "example.com", Scope: apiextensionsv1.NamespaceScoped,
+			Names: apiextensionsv1.CustomResourceDefinitionNames{Plural: "widgets", Kind: "Widget", ListKind: "WidgetList"},
+			Versions: []apiextensionsv1.CustomResourceDefinitionVersion{
+				{Name: "v1", Served: true, Storage: true},
+				{Name: "v2", Served: true},
+			},
+		},
+	}
+	c := interceptor.NewClient(fake.NewClientBuilder().WithScheme(scheme).WithObjects(crd.DeepCopy()).Build(), interceptor.Funcs{
+		Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+			if err := c.Get(ctx, key, obj, opts...); err != nil {
+				return err
+			}
+			obj.SetResourceVersion("12") // the cache shows the pass's write
+			return nil
+		},
+		Create: func(ctx context.Context, _ client.WithWatch, _ client.Object, opts ...client.CreateOption) error {
+			if !isDryRunCreate(opts) {
+				return errors.New("verification must only dry-run")
+			}
+			dryRuns++
+			if dryRuns == 1 {
+				return nil // through None: the API server had not applied the write
+			}
+			return notServed
+		},
+		List: func(context.Context, client.WithWatch, client.ObjectList, ...client.ListOption) error {
+			return nil // no stored object
+		},
+	})
+	r := &WebhookInstallReconciler{Client: c, APIReader: c}
+	ca, err := certs.NewCA("ca", certs.ECDSAP256, time.Hour, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	pass := func(status v1alpha1.WebhookInstallStatus, written bool) (*installState, *crdState) {
+		install := &v1alpha1.WebhookInstall{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "widgets", Generation: 1}, Status: status}
+		cs := &crdState{name: crdName, webhook: desired.Webhook{Service: "svc"}, crd: crd.DeepCopy(), written: written}
+		if written {
+			cs.writtenVersion = "12"
+		}
+		s := &installState{install: install, crds: []*crdState{cs}, services: map[string]*serviceCerts{"svc": {ca: ca}}}
+		if err := r.verifyConversion(context.Background(), s); err != nil {
+			t.Fatal(err)
+		}
+		return s, cs
+	}
+
+	s, first := pass(v1alpha1.WebhookInstallStatus{Phase: v1alpha1.PhaseInstalling}, true)
+	if first.state != v1alpha1.ConversionVerified || s.retryAfter != confirmAfter {
+		t.Fatalf("the writing pass: state %q, retry after %s; want Verified, confirmed after %s", first.state, s.retryAfter, confirmAfter)
+	}
+
+	verified := v1alpha1.WebhookInstallStatus{Phase: v1alpha1.PhaseSucceeded, ObservedGeneration: 1,
+		Services:       []v1alpha1.ServiceStatus{{Name: "svc", CAFingerprint: certs.Fingerprint(ca.Cert)}},
+		ConversionCRDs: []v1alpha1.ConversionCRDStatus{{Name: crdName, State: v1alpha1.ConversionVerified}}}
+	_, second := pass(verified, false)
+	if second.state != v1alpha1.ConversionFailed || second.verifyReason != v1alpha1.ReasonWebhookPathNotFound {
+		t.Fatalf("the next pass: state %q (%s: %s), want Failed WebhookPathNotFound: it must convert once more", second.state, second.verifyReason, second.message)
+	}
+
+	_, third := pass(verified, false)
+	if dryRuns != 2 || third.state != v1alpha1.ConversionVerified {
+		t.Errorf("a later pass: %d dry runs in all, state %q; want 2 and Verified from the status (confirmed once, then trusted)", dryRuns, third.state)
+	}
+}
