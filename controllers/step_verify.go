@@ -106,7 +106,6 @@ func (r *WebhookInstallReconciler) verifyConversion(ctx context.Context, s *inst
 				continue
 			}
 			c.written = false // as loaded as a later pass would find it: verified now
-			c.unconfirmed = true
 		}
 		if !r.unconfirmed.take(c.name) && r.stillVerified(s, c) {
 			c.state, c.trusted, c.message = v1alpha1.ConversionVerified, true, previousMessage(s.install, c.name)
@@ -127,7 +126,7 @@ func (r *WebhookInstallReconciler) verifyConversion(ctx context.Context, s *inst
 			s.retryWithin(verifyForbiddenRetry)
 		case p.converted:
 			c.state = v1alpha1.ConversionVerified
-			if c.unconfirmed {
+			if !verifiedBefore(s.install, c.name) {
 				r.unconfirmed.add(c.name)
 				s.retryWithin(confirmAfter)
 			}
@@ -162,16 +161,7 @@ func rotationRewrite(s *installState, c *crdState) bool {
 			return false // a CA issued from scratch: no ordered hand-over vouches for the write
 		}
 	}
-	st := s.install.Status
-	if st.ObservedGeneration != s.install.Generation {
-		return false
-	}
-	for _, prev := range st.ConversionCRDs {
-		if prev.Name == c.name {
-			return prev.State == v1alpha1.ConversionVerified
-		}
-	}
-	return false
+	return s.install.Status.ObservedGeneration == s.install.Generation && verifiedBefore(s.install, c.name)
 }
 
 // stillVerified: the status says verified for this generation and CA, and
@@ -187,12 +177,7 @@ func (r *WebhookInstallReconciler) stillVerified(s *installState, c *crdState) b
 			return false
 		}
 	}
-	for _, prev := range st.ConversionCRDs {
-		if prev.Name == c.name {
-			return prev.State == v1alpha1.ConversionVerified
-		}
-	}
-	return false
+	return verifiedBefore(s.install, c.name)
 }
 
 func previousMessage(install *v1alpha1.WebhookInstall, crd string) string {

@@ -3,6 +3,8 @@ package controllers
 import (
 	"sync"
 	"time"
+
+	v1alpha1 "github.com/hookwright/hookwright/api/v1alpha1"
 )
 
 // confirmAfter is how long after a verification made in the pass that
@@ -10,22 +12,25 @@ import (
 // server once more.
 const confirmAfter = 2 * time.Second
 
-// unconfirmedVerifications are the CRDs verified in the same pass that
-// pointed them at the webhook (writeWatched), to be verified once more by a
-// later pass.
+// unconfirmedVerifications are the CRDs whose verification succeeded while
+// their status did not say Verified yet (a new install's, one taken over,
+// one that had failed), to be verified once more by a later pass.
 //
 // Hookwright's CRD watch showing its write is a strong sign, not a proof,
 // that the API server has applied it: the API server loads a CRD change
 // through an informer of its own, which a loaded server can deliver after
 // Hookwright's watch. Until then it still converts through the previous
-// configuration, None for a new install, and None converts anything: a
-// verification then succeeds without calling the webhook (seen once in the
-// controllers suite on a loaded machine: a webhookPath the webhook does not
-// serve was reported ConversionVerified, and stayed so, since a verified
-// CRD is not verified again until something changes). A failed
-// verification needs no second look: the API server's error names the
-// webhook it called. One more conversion a moment later, which writes
-// nothing when it agrees, bounds such a mistake to that moment.
+// configuration, None for a new install (or the previous owner's webhook
+// for a CRD taken over), and None converts anything: a verification then
+// succeeds without calling the webhook (seen once in the controllers suite
+// on a loaded machine: a webhookPath the webhook does not serve was
+// reported ConversionVerified, and stayed so, since a verified CRD is not
+// verified again until something changes). A failed verification needs no
+// second look: the API server's error names the webhook it called. One
+// more conversion a moment later, which writes nothing when it agrees,
+// bounds such a mistake to that moment. A CRD verified before (a
+// certificate rotation's re-verification) already converted through this
+// webhook: its caBundle changes, not where conversions go.
 //
 // In memory only: a restarted manager does not confirm what its
 // predecessor verified.
@@ -51,4 +56,14 @@ func (u *unconfirmedVerifications) take(crd string) bool {
 	pending := u.crds[crd]
 	delete(u.crds, crd)
 	return pending
+}
+
+// verifiedBefore: the install's status says the CRD is verified.
+func verifiedBefore(install *v1alpha1.WebhookInstall, crd string) bool {
+	for _, prev := range install.Status.ConversionCRDs {
+		if prev.Name == crd {
+			return prev.State == v1alpha1.ConversionVerified
+		}
+	}
+	return false
 }

@@ -18,13 +18,22 @@ import (
 	"github.com/hookwright/hookwright/controllers/desired"
 )
 
-// A verification made in the pass that pointed the CRD at the webhook may
-// have converted through None, if the API server had not applied the
-// write yet. Here the first dry-run succeeds as None would, and the
-// webhook really answers 404 (a webhookPath it does not serve): the pass
-// after it verifies once more and reports the 404; the pass after that
-// trusts the status, as ever.
-func TestVerifiedRightAfterTheWriteIsConfirmedOnce(t *testing.T) {
+// A CRD's first successful verification may have converted through the
+// CRD's previous strategy (None) if the API server had not applied
+// Hookwright's write yet, whether it ran in the pass that wrote (once the
+// watch showed the write) or in a later pass. Here that first dry-run
+// succeeds as None would, and the webhook really answers 404 (a
+// webhookPath it does not serve): the pass after it verifies once more and
+// reports the 404; the pass after that trusts the status, as ever.
+func TestFirstVerificationIsConfirmedOnce(t *testing.T) {
+	for _, writtenThisPass := range []bool{true, false} {
+		t.Run(map[bool]string{true: "verified in the pass that wrote", false: "verified in a later pass"}[writtenThisPass], func(t *testing.T) {
+			testFirstVerificationConfirmed(t, writtenThisPass)
+		})
+	}
+}
+
+func testFirstVerificationConfirmed(t *testing.T, writtenThisPass bool) {
 	const crdName = "widgets.example.com"
 	notServed := errors.New(`conversion webhook for example.com/v2, Kind=Widget failed: the server could not find the requested resource`)
 	dryRuns := 0
@@ -83,7 +92,7 @@ func TestVerifiedRightAfterTheWriteIsConfirmedOnce(t *testing.T) {
 		return s, cs
 	}
 
-	s, first := pass(v1alpha1.WebhookInstallStatus{Phase: v1alpha1.PhaseInstalling}, true)
+	s, first := pass(v1alpha1.WebhookInstallStatus{Phase: v1alpha1.PhaseInstalling}, writtenThisPass)
 	if first.state != v1alpha1.ConversionVerified || s.retryAfter != confirmAfter {
 		t.Fatalf("the writing pass: state %q, retry after %s; want Verified, confirmed after %s", first.state, s.retryAfter, confirmAfter)
 	}
