@@ -7,9 +7,8 @@ import (
 	v1alpha1 "github.com/hookwright/hookwright/api/v1alpha1"
 )
 
-// confirmAfter is how long after a verification made in the pass that
-// pointed the CRD at the webhook Hookwright converts through the API
-// server once more.
+// confirmAfter is how long after a CRD's first successful verification
+// Hookwright converts through the API server once more.
 const confirmAfter = 2 * time.Second
 
 // unconfirmedVerifications are the CRDs whose verification succeeded while
