@@ -46,7 +46,8 @@ func (r *WebhookInstallReconciler) verifyAdmission(ctx context.Context, s *insta
 		if !a.registered || a.state != v1alpha1.AdmissionRegistered || a.written {
 			continue // not registered, failed in an earlier step, or just written (verified on the next pass)
 		}
-		if r.admissionStillVerified(s, a) {
+		key := unconfirmedAdmissionKey(s.install, a)
+		if !r.unconfirmed.take(key) && r.admissionStillVerified(s, a) {
 			a.state, a.trusted, a.message = v1alpha1.AdmissionVerified, true, previousAdmissionMessage(s.install, a)
 			continue
 		}
@@ -54,6 +55,10 @@ func (r *WebhookInstallReconciler) verifyAdmission(ctx context.Context, s *insta
 		admissionVerificationsTotal.WithLabelValues(string(a.kind), v.result()).Inc()
 		a.state, a.verifyReason, a.message, a.trusted = v.state, v.reason, v.message, v.trusted
 		switch {
+		case v.state == v1alpha1.AdmissionVerified && !admissionVerifiedBefore(s.install, a):
+			// Confirmed once more: see unconfirmedVerifications.
+			r.unconfirmed.add(key)
+			s.retryWithin(confirmAfter)
 		case v.forbidden:
 			s.retryWithin(verifyForbiddenRetry) // granting RBAC wakes nothing
 		case v.state == v1alpha1.AdmissionFailed:
@@ -281,7 +286,13 @@ func (r *WebhookInstallReconciler) admissionStillVerified(s *installState, a *ad
 			return false
 		}
 	}
-	for _, prev := range st.AdmissionWebhooks {
+	return admissionVerifiedBefore(s.install, a)
+}
+
+// admissionVerifiedBefore: the install's status says the webhook is
+// verified.
+func admissionVerifiedBefore(install *v1alpha1.WebhookInstall, a *admissionState) bool {
+	for _, prev := range install.Status.AdmissionWebhooks {
 		if prev.Name == a.name && prev.Type == string(a.kind) {
 			return prev.State == v1alpha1.AdmissionVerified
 		}

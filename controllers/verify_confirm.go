@@ -1,6 +1,7 @@
 package controllers
 
 import (
+	"fmt"
 	"sync"
 	"time"
 
@@ -31,30 +32,46 @@ const confirmAfter = 2 * time.Second
 // certificate rotation's re-verification) already converted through this
 // webhook: its caBundle changes, not where conversions go.
 //
+// Admission webhooks share the race: the API server loads webhook
+// configurations through an informer too, and until it has loaded a new
+// registration it calls no webhook at all, so the verification's dry run
+// is admitted, which with failurePolicy Fail reads as proof that the
+// webhook answered. Their first successful verification is confirmed the
+// same way (keys from unconfirmedAdmissionKey).
+//
 // In memory only: a restarted manager does not confirm what its
 // predecessor verified.
 type unconfirmedVerifications struct {
 	mu   sync.Mutex
-	crds map[string]bool
+	keys map[string]bool
 }
 
-func (u *unconfirmedVerifications) add(crd string) {
+// add marks key (a CRD's name, or unconfirmedAdmissionKey's) as awaiting
+// its confirmation.
+func (u *unconfirmedVerifications) add(key string) {
 	u.mu.Lock()
 	defer u.mu.Unlock()
-	if u.crds == nil {
-		u.crds = map[string]bool{}
+	if u.keys == nil {
+		u.keys = map[string]bool{}
 	}
-	u.crds[crd] = true
+	u.keys[key] = true
 }
 
-// take reports whether crd awaits its confirmation, and forgets it: the
+// take reports whether key awaits its confirmation, and forgets it: the
 // caller verifies it now.
-func (u *unconfirmedVerifications) take(crd string) bool {
+func (u *unconfirmedVerifications) take(key string) bool {
 	u.mu.Lock()
 	defer u.mu.Unlock()
-	pending := u.crds[crd]
-	delete(u.crds, crd)
+	pending := u.keys[key]
+	delete(u.keys, key)
 	return pending
+}
+
+// unconfirmedAdmissionKey names an admission webhook among the CRD names:
+// a webhook's name is unique only in its install's configuration of its
+// kind, and no CRD name has a space or a slash.
+func unconfirmedAdmissionKey(install *v1alpha1.WebhookInstall, a *admissionState) string {
+	return fmt.Sprintf("%s %s/%s %s", a.kind, install.Namespace, install.Name, a.name)
 }
 
 // verifiedBefore: the install's status says the CRD is verified.

@@ -3,12 +3,18 @@ package controllers
 import (
 	"context"
 	"errors"
+	"net/http"
 	"testing"
 	"time"
 
+	operatorsv1alpha1 "github.com/operator-framework/api/pkg/operators/v1alpha1"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
@@ -107,6 +113,72 @@ func testFirstVerificationConfirmed(t *testing.T, writtenThisPass bool) {
 
 	_, third := pass(verified, false)
 	if dryRuns != 2 || third.state != v1alpha1.ConversionVerified {
+		t.Errorf("a later pass: %d dry runs in all, state %q; want 2 and Verified from the status (confirmed once, then trusted)", dryRuns, third.state)
+	}
+}
+
+// An admission webhook's first successful verification may have been
+// made before the API server loaded its configuration: a request then
+// calls no webhook and is admitted, which with failurePolicy Fail reads
+// as the webhook's answer. Here that first dry run is admitted, and the
+// webhook really answers 404: the next pass dry-runs once more and
+// reports the 404; the pass after that trusts the status.
+func TestFirstAdmissionVerificationIsConfirmedOnce(t *testing.T) {
+	const webhookName = "vwidgets.example.com"
+	notServed := statusErr(http.StatusInternalServerError, metav1.StatusReasonInternalError,
+		`Internal error occurred: failed calling webhook "vwidgets.example.com": failed to call webhook: the server could not find the requested resource`)
+	dryRuns := 0
+	mapper := meta.NewDefaultRESTMapper(nil)
+	mapper.Add(schema.GroupVersionKind{Group: "example.com", Version: "v1", Kind: "Widget"}, meta.RESTScopeNamespace)
+	c := interceptor.NewClient(fake.NewClientBuilder().WithRESTMapper(mapper).Build(), interceptor.Funcs{
+		Create: func(ctx context.Context, _ client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
+			if !isDryRunCreate(opts) {
+				return errors.New("verification must only dry-run")
+			}
+			dryRuns++
+			if dryRuns == 1 {
+				return nil // the API server had not loaded the configuration: no webhook called
+			}
+			return notServed
+		},
+	})
+	r := &WebhookInstallReconciler{Client: c, APIReader: c}
+	ca, err := certs.NewCA("ca", certs.ECDSAP256, time.Hour, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	def := v1alpha1.WebhookDefinition{
+		GenerateName: webhookName, Type: operatorsv1alpha1.ValidatingAdmissionWebhook,
+		SideEffects: ptr.To(admissionregistrationv1.SideEffectClassNone), FailurePolicy: ptr.To(admissionregistrationv1.Fail),
+		Rules: []v1alpha1.AdmissionRule{{Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create},
+			APIGroups: []string{"example.com"}, APIVersions: []string{"v1"}, Resources: []string{"widgets"}}},
+	}
+	pass := func(status v1alpha1.WebhookInstallStatus) (*installState, *admissionState) {
+		install := &v1alpha1.WebhookInstall{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "widgets", Generation: 1}, Status: status}
+		a := &admissionState{name: webhookName, kind: def.Type, definition: def, webhook: desired.Webhook{Service: "svc"},
+			registered: true, state: v1alpha1.AdmissionRegistered}
+		s := &installState{install: install, admission: []*admissionState{a}, services: map[string]*serviceCerts{"svc": {ca: ca}}}
+		if err := r.verifyAdmission(context.Background(), s); err != nil {
+			t.Fatal(err)
+		}
+		return s, a
+	}
+
+	s, first := pass(v1alpha1.WebhookInstallStatus{Phase: v1alpha1.PhaseInstalling})
+	if first.state != v1alpha1.AdmissionVerified || s.retryAfter != confirmAfter {
+		t.Fatalf("the first verification: state %q, retry after %s; want Verified, confirmed after %s", first.state, s.retryAfter, confirmAfter)
+	}
+
+	verified := v1alpha1.WebhookInstallStatus{Phase: v1alpha1.PhaseSucceeded, ObservedGeneration: 1,
+		Services:          []v1alpha1.ServiceStatus{{Name: "svc", CAFingerprint: certs.Fingerprint(ca.Cert)}},
+		AdmissionWebhooks: []v1alpha1.AdmissionWebhookStatus{{Name: webhookName, Type: string(def.Type), State: v1alpha1.AdmissionVerified}}}
+	_, second := pass(verified)
+	if second.state != v1alpha1.AdmissionFailed || second.verifyReason != v1alpha1.ReasonWebhookPathNotFound {
+		t.Fatalf("the next pass: state %q (%s: %s), want Failed WebhookPathNotFound: it must dry-run once more", second.state, second.verifyReason, second.message)
+	}
+
+	_, third := pass(verified)
+	if dryRuns != 2 || third.state != v1alpha1.AdmissionVerified {
 		t.Errorf("a later pass: %d dry runs in all, state %q; want 2 and Verified from the status (confirmed once, then trusted)", dryRuns, third.state)
 	}
 }

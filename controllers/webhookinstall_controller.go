@@ -46,8 +46,8 @@ type WebhookInstallReconciler struct {
 
 	migratorOnce  sync.Once
 	migratorState *migrator
-	// unconfirmed: CRDs verified right after their write, verified once
-	// more by a later pass (verify_confirm.go).
+	// unconfirmed: CRDs and admission webhooks whose first verification
+	// succeeded, verified once more by a later pass (verify_confirm.go).
 	unconfirmed unconfirmedVerifications
 }
 
