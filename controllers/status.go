@@ -22,7 +22,8 @@ import (
 //
 // A conflict means the pass started from a stale copy; the status is then
 // recomputed on the live object, because this pass may have issued
-// certificates whose audit records must not be lost.
+// certificates whose audit records must not be lost, and because a
+// dropped write would wait for whatever wakes the install next.
 func (r *WebhookInstallReconciler) writeStatus(ctx context.Context, s *installState, stepErr error) error {
 	for attempt := 0; ; attempt++ {
 		old := s.install.Status
@@ -43,7 +44,10 @@ func (r *WebhookInstallReconciler) writeStatus(ctx context.Context, s *installSt
 			return nil
 		}
 		if !apierrors.IsConflict(err) || attempt == 2 {
-			return ignoreConflict(err)
+			// Requeued with backoff: dropped, the write would wait for
+			// whatever wakes the install next (its own status writes
+			// wake nothing: skipStatusOnlyUpdates).
+			return err
 		}
 		fresh := &v1alpha1.WebhookInstall{}
 		if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(s.install), fresh); err != nil {

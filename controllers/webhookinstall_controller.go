@@ -9,7 +9,6 @@ import (
 	"sync"
 	"time"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
@@ -145,13 +144,4 @@ func (r *WebhookInstallReconciler) ensureFinalizer(ctx context.Context, install 
 		return fmt.Errorf("adding finalizer to %s: %w", klog.KObj(install), err)
 	}
 	return nil
-}
-
-// ignoreConflict turns an optimistic-concurrency conflict into a quiet
-// retry: someone else wrote first, the next pass reads their result.
-func ignoreConflict(err error) error {
-	if apierrors.IsConflict(err) {
-		return nil
-	}
-	return err
 }
