@@ -55,6 +55,7 @@ func (r *WebhookInstallReconciler) writeReplacementStatus(ctx context.Context, i
 		updated.Status = *next
 		err := r.Client.Status().Update(ctx, updated)
 		if err == nil {
+			r.wroteInstall(updated)
 			r.recordTransitions(install, install.Status, *next)
 			return nil
 		}

@@ -37,6 +37,7 @@ func (r *WebhookInstallReconciler) writeStatus(ctx context.Context, s *installSt
 		updated.Status = next
 		err := r.Client.Status().Update(ctx, updated)
 		if err == nil {
+			r.wroteInstall(updated)
 			r.recordTransitions(s.install, old, next)
 			r.recordKeptAlive(s, old, next)
 			observeStatusMetrics(s.install, old.Rotations, next)

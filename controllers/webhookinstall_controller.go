@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
@@ -45,6 +46,9 @@ type WebhookInstallReconciler struct {
 
 	migratorOnce  sync.Once
 	migratorState *migrator
+	// installVersions: the newest copy of each install this manager has
+	// seen, so that no pass starts from an older one (install_versions.go).
+	installVersions installVersions
 	// unconfirmed: CRDs and admission webhooks whose first verification
 	// succeeded, verified once more by a later pass (verify_confirm.go).
 	unconfirmed unconfirmedVerifications
@@ -65,8 +69,11 @@ type step func(ctx context.Context, s *installState) error
 
 // Reconcile reads as the table of contents of an install.
 func (r *WebhookInstallReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
-	install := &v1alpha1.WebhookInstall{}
-	if err := r.Client.Get(ctx, req.NamespacedName, install); err != nil {
+	install, err := r.currentInstall(ctx, req.NamespacedName)
+	if err != nil {
+		if apierrors.IsNotFound(err) {
+			r.installVersions.forget(req.NamespacedName)
+		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	s := &installState{install: install, generation: install.Generation, now: r.Clock.Now(), webhooks: desired.Webhooks(install), services: map[string]*serviceCerts{}}
@@ -143,5 +150,6 @@ func (r *WebhookInstallReconciler) ensureFinalizer(ctx context.Context, install 
 	if err := r.Client.Patch(ctx, install, patch, client.FieldOwner(desired.FieldManager)); err != nil {
 		return fmt.Errorf("adding finalizer to %s: %w", klog.KObj(install), err)
 	}
+	r.wroteInstall(install)
 	return nil
 }
