@@ -43,11 +43,12 @@ func (r *WebhookInstallReconciler) replacement(ctx context.Context, install *v1a
 // its replacement adopted has no other event to come, so a dropped write
 // would stay unwritten.
 func (r *WebhookInstallReconciler) writeReplacementStatus(ctx context.Context, install *v1alpha1.WebhookInstall, phase v1alpha1.InstallPhase, reason, message string) error {
+	seen := install.Generation // the spec this pass decided on, whatever a retry reads
 	for attempt := 0; ; attempt++ {
 		next := install.Status.DeepCopy()
 		next.Phase, next.Reason, next.Message = phase, reason, message
 		meta.SetStatusCondition(&next.Conditions, metav1.Condition{Type: v1alpha1.TypeReady, Status: metav1.ConditionFalse,
-			ObservedGeneration: install.Generation, Reason: reason, Message: message})
+			ObservedGeneration: seen, Reason: reason, Message: message})
 		if equality.Semantic.DeepEqual(&install.Status, next) {
 			return nil
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"testing"
 
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/events"
@@ -27,7 +28,7 @@ func TestReplacementStatusSurvivesAStaleCopy(t *testing.T) {
 	if err := v1alpha1.AddToScheme(scheme); err != nil {
 		t.Fatal(err)
 	}
-	stored := &v1alpha1.WebhookInstall{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "crontab-v1", Generation: 1},
+	stored := &v1alpha1.WebhookInstall{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "crontab-v1", Generation: 2},
 		Status: v1alpha1.WebhookInstallStatus{Phase: v1alpha1.PhaseReplacing, Reason: v1alpha1.ReasonReplacing, Message: "keeps serving CRDs []"}}
 	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(stored).WithStatusSubresource(stored).Build()
 	stale := &v1alpha1.WebhookInstall{}
@@ -35,6 +36,7 @@ func TestReplacementStatusSurvivesAStaleCopy(t *testing.T) {
 		t.Fatal(err)
 	}
 	stale.ResourceVersion = "1" // read before the previous pass's status write
+	stale.Generation = 1        // and before a spec change, which this pass did not see
 	stale.Status = v1alpha1.WebhookInstallStatus{Phase: v1alpha1.PhaseSucceeded}
 
 	r := &WebhookInstallReconciler{Client: c, APIReader: c, Recorder: events.NewFakeRecorder(10)}
@@ -47,5 +49,8 @@ func TestReplacementStatusSurvivesAStaleCopy(t *testing.T) {
 	}
 	if got.Status.Phase != v1alpha1.PhaseReplaced || got.Status.Message != "replaced by WebhookInstall team-a/crontab-v2" {
 		t.Errorf("stored status %s %q after a write from a stale copy; want Replaced: a dropped write is never retried", got.Status.Phase, got.Status.Message)
+	}
+	if ready := meta.FindStatusCondition(got.Status.Conditions, v1alpha1.TypeReady); ready == nil || ready.ObservedGeneration != 1 {
+		t.Errorf("Ready condition %+v; want observedGeneration 1, the spec the pass decided on, not the one its retry read", ready)
 	}
 }
