@@ -6,10 +6,8 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/events"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	v1alpha1 "github.com/hookwright/hookwright/api/v1alpha1"
@@ -20,18 +18,14 @@ import (
 // from the cache's older copy; once the cache has caught up, passes read
 // it alone again.
 func TestPassStartsFromTheManagersOwnLastWrite(t *testing.T) {
-	scheme := runtime.NewScheme()
-	if err := v1alpha1.AddToScheme(scheme); err != nil {
-		t.Fatal(err)
-	}
 	stored := &v1alpha1.WebhookInstall{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "crontab", Generation: 1}}
-	api := fake.NewClientBuilder().WithScheme(scheme).WithObjects(stored).WithStatusSubresource(stored).Build()
+	api := fakeInstallClient(t, stored)
 	key := client.ObjectKeyFromObject(stored)
 
 	// The cache serves snapshot while it is set (a watch not yet
 	// delivered), else what the API server stores.
 	var snapshot *v1alpha1.WebhookInstall
-	cache := interceptor.NewClient(api.(client.WithWatch), interceptor.Funcs{
+	cache := interceptor.NewClient(api, interceptor.Funcs{
 		Get: func(ctx context.Context, c client.WithWatch, k client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
 			if snapshot != nil {
 				snapshot.DeepCopyInto(obj.(*v1alpha1.WebhookInstall))
@@ -41,7 +35,7 @@ func TestPassStartsFromTheManagersOwnLastWrite(t *testing.T) {
 		},
 	})
 	liveReads := 0
-	live := interceptor.NewClient(api.(client.WithWatch), interceptor.Funcs{
+	live := interceptor.NewClient(api, interceptor.Funcs{
 		Get: func(ctx context.Context, c client.WithWatch, k client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
 			liveReads++
 			return c.Get(ctx, k, obj, opts...)

@@ -6,10 +6,8 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/events"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	v1alpha1 "github.com/hookwright/hookwright/api/v1alpha1"
 )
@@ -24,13 +22,9 @@ import (
 // "keeps serving CRDs []" after its replacement had succeeded). The write
 // must land.
 func TestReplacementStatusSurvivesAStaleCopy(t *testing.T) {
-	scheme := runtime.NewScheme()
-	if err := v1alpha1.AddToScheme(scheme); err != nil {
-		t.Fatal(err)
-	}
 	stored := &v1alpha1.WebhookInstall{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "crontab-v1", Generation: 2},
 		Status: v1alpha1.WebhookInstallStatus{Phase: v1alpha1.PhaseReplacing, Reason: v1alpha1.ReasonReplacing, Message: "keeps serving CRDs []"}}
-	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(stored).WithStatusSubresource(stored).Build()
+	c := fakeInstallClient(t, stored)
 	stale := &v1alpha1.WebhookInstall{}
 	if err := c.Get(context.Background(), client.ObjectKeyFromObject(stored), stale); err != nil {
 		t.Fatal(err)

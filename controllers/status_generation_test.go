@@ -7,11 +7,9 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/tools/events"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	v1alpha1 "github.com/hookwright/hookwright/api/v1alpha1"
@@ -24,16 +22,12 @@ import (
 // found an install reported Succeeded at its new generation with a
 // webhook the new spec had dropped).
 func TestStatusAfterAConflictReportsTheGenerationThePassSaw(t *testing.T) {
-	scheme := runtime.NewScheme()
-	if err := v1alpha1.AddToScheme(scheme); err != nil {
-		t.Fatal(err)
-	}
 	seen := &v1alpha1.WebhookInstall{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "crontab", Generation: 1}}
 	newer := seen.DeepCopy()
 	newer.Generation = 2 // the spec changed after the pass read it
-	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(newer).WithStatusSubresource(newer).Build()
+	c := fakeInstallClient(t, newer)
 	conflicts := 0
-	withConflict := interceptor.NewClient(c.(client.WithWatch), interceptor.Funcs{
+	withConflict := interceptor.NewClient(c, interceptor.Funcs{
 		SubResourceUpdate: func(ctx context.Context, cl client.Client, sub string, obj client.Object, opts ...client.SubResourceUpdateOption) error {
 			if conflicts == 0 {
 				conflicts++
