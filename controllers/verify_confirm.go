@@ -8,13 +8,14 @@ import (
 	v1alpha1 "github.com/hookwright/hookwright/api/v1alpha1"
 )
 
-// confirmAfter is how long after a CRD's first successful verification
-// Hookwright converts through the API server once more.
+// confirmAfter is how long after the first successful verification of a
+// CRD (or an admission webhook) Hookwright verifies it once more.
 const confirmAfter = 2 * time.Second
 
-// unconfirmedVerifications are the CRDs whose verification succeeded while
-// their status did not say Verified yet (a new install's, one taken over,
-// one that had failed), to be verified once more by a later pass.
+// unconfirmedVerifications are the CRDs (and admission webhooks, below)
+// whose verification succeeded while their status did not say Verified
+// yet (a new install's, one taken over, one that had failed), to be
+// verified once more by a later pass.
 //
 // Hookwright's CRD watch showing its write is a strong sign, not a proof,
 // that the API server has applied it: the API server loads a CRD change
