@@ -5,7 +5,6 @@ import (
 	"fmt"
 
 	"k8s.io/apimachinery/pkg/api/equality"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -34,39 +33,22 @@ func (r *WebhookInstallReconciler) replacement(ctx context.Context, install *v1a
 
 // writeReplacementStatus sets the phase and the Ready condition, keeping
 // the rest of the status (the rotation history stays readable), and
-// writes only when that changes something.
-//
-// A conflict is retried on the live object, as writeStatus does: the pass
-// read a stale copy, usually one from before its own previous status
-// write reached the cache. That write's event is status-only and wakes
-// nothing (skipStatusOnlyUpdates), and a replaced install whose Deployment
-// its replacement adopted has no other event to come, so a dropped write
-// would stay unwritten.
+// writes only when that changes something (updateStatus: a conflict is
+// retried on the live object, and a replaced install whose Deployment its
+// replacement adopted has no other event to come, so a dropped write would
+// stay unwritten).
 func (r *WebhookInstallReconciler) writeReplacementStatus(ctx context.Context, install *v1alpha1.WebhookInstall, phase v1alpha1.InstallPhase, reason, message string) error {
 	seen := install.Generation // the spec this pass decided on, whatever a retry reads
-	for attempt := 0; ; attempt++ {
+	from, written, err := r.updateStatus(ctx, install, func(install *v1alpha1.WebhookInstall) (v1alpha1.WebhookInstallStatus, bool) {
 		next := install.Status.DeepCopy()
 		next.Phase, next.Reason, next.Message = phase, reason, message
 		meta.SetStatusCondition(&next.Conditions, metav1.Condition{Type: v1alpha1.TypeReady, Status: metav1.ConditionFalse,
 			ObservedGeneration: seen, Reason: reason, Message: message})
-		if equality.Semantic.DeepEqual(&install.Status, next) {
-			return nil
-		}
-		updated := install.DeepCopy()
-		updated.Status = *next
-		err := r.Client.Status().Update(ctx, updated)
-		if err == nil {
-			r.wroteInstall(updated)
-			r.recordTransitions(install, install.Status, *next)
-			return nil
-		}
-		if !apierrors.IsConflict(err) || attempt == 2 {
-			return err // requeued with backoff
-		}
-		fresh := &v1alpha1.WebhookInstall{}
-		if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(install), fresh); err != nil {
-			return client.IgnoreNotFound(err)
-		}
-		install = fresh
+		return *next, !equality.Semantic.DeepEqual(&install.Status, next)
+	})
+	if err != nil || written == nil {
+		return err
 	}
+	r.recordTransitions(from, from.Status, written.Status)
+	return nil
 }

@@ -8,54 +8,33 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1alpha1 "github.com/hookwright/hookwright/api/v1alpha1"
 	"github.com/hookwright/hookwright/certs"
 )
 
 // writeStatus computes the status from what this pass learned and writes
-// it once, only when it differs, with optimistic concurrency.
-//
-// A conflict means the pass started from a stale copy; the status is then
-// recomputed on the live object, because this pass may have issued
-// certificates whose audit records must not be lost, and because a
-// dropped write would wait for whatever wakes the install next.
+// it once, only when it differs (updateStatus). On a conflict the status
+// is recomputed on the live object, because this pass may have issued
+// certificates whose audit records must not be lost.
 func (r *WebhookInstallReconciler) writeStatus(ctx context.Context, s *installState, stepErr error) error {
-	for attempt := 0; ; attempt++ {
-		old := s.install.Status
+	from, written, err := r.updateStatus(ctx, s.install, func(install *v1alpha1.WebhookInstall) (v1alpha1.WebhookInstallStatus, bool) {
+		s.install = install
 		next := computeStatus(s, stepErr)
-		observeExpiry(s.install, next)
-		observeInstall(s.install, next)
-		if equality.Semantic.DeepEqual(old, next) || deferStatusToVerification(s, stepErr, old, next) {
-			return nil
-		}
-		updated := s.install.DeepCopy()
-		updated.Status = next
-		err := r.Client.Status().Update(ctx, updated)
-		if err == nil {
-			r.wroteInstall(updated)
-			r.recordTransitions(s.install, old, next)
-			r.recordKeptAlive(s, old, next)
-			observeStatusMetrics(s.install, old.Rotations, next)
-			s.install = updated
-			return nil
-		}
-		if !apierrors.IsConflict(err) || attempt == 2 {
-			// Requeued with backoff: dropped, the write would wait for
-			// whatever wakes the install next (its own status writes
-			// wake nothing: skipStatusOnlyUpdates).
-			return err
-		}
-		fresh := &v1alpha1.WebhookInstall{}
-		if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(s.install), fresh); err != nil {
-			return client.IgnoreNotFound(err)
-		}
-		s.install = fresh
+		observeExpiry(install, next)
+		observeInstall(install, next)
+		return next, !equality.Semantic.DeepEqual(install.Status, next) && !deferStatusToVerification(s, stepErr, install.Status, next)
+	})
+	if err != nil || written == nil {
+		return err
 	}
+	r.recordTransitions(from, from.Status, written.Status)
+	r.recordKeptAlive(s, from.Status, written.Status)
+	observeStatusMetrics(from, from.Status.Rotations, written.Status)
+	s.install = written
+	return nil
 }
 
 // computeStatus is a pure function of the pass's state and the previous
