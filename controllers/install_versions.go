@@ -21,8 +21,10 @@ import (
 // from the old status, and when what it computes equals that old status
 // it writes nothing, leaving the predecessor's now wrong status in place;
 // and the predecessor's write wakes no pass to set it right
-// (skipStatusOnlyUpdates). A replaced install stayed "keeps serving CRDs
-// []" after its replacement succeeded that way, once.
+// (skipStatusOnlyUpdates). When it does write, its write conflicts and is
+// retried on the live object (updateStatus); that conflict, once dropped,
+// left a replaced install "keeps serving CRDs []" after its replacement
+// had succeeded.
 //
 // In memory only: after a restart the cache is all there is, and it is
 // fresh (filled before the first pass).
