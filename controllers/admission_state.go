@@ -59,6 +59,9 @@ type admissionState struct {
 	// configuration and trusted its serving certificate with the current
 	// caBundle. What a certificate rotation waits for, as crdState.trusted.
 	trusted bool
+	// firstVerified: this pass's verification succeeded and the status
+	// did not say Verified, so it is confirmed once more (verify_confirm.go).
+	firstVerified bool
 	// driftManager: another field manager changed this webhook's
 	// clientConfig that Hookwright had configured, and it was restored.
 	driftManager string

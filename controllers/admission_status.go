@@ -20,7 +20,7 @@ func admissionStatuses(s *installState) []v1alpha1.AdmissionWebhookStatus {
 		st := v1alpha1.AdmissionWebhookStatus{
 			Name: a.name, Type: string(a.kind), Configuration: a.configName,
 			State: a.state, Message: a.message, VerifyReason: a.verifyReason,
-			ExcludedNamespaces: slices.Clone(a.excluded),
+			ExcludedNamespaces: slices.Clone(a.excluded), VerifiedSince: admissionVerifiedSince(s, a),
 		}
 		if st.Message == "" && st.State == v1alpha1.AdmissionPending {
 			st.Message = "registered once its deployment is available"
@@ -29,6 +29,20 @@ func admissionStatuses(s *installState) []v1alpha1.AdmissionWebhookStatus {
 		out = append(out, st)
 	}
 	return out
+}
+
+// admissionVerifiedSince is the VerifiedSince of the webhook's new
+// status, as crdVerifiedSince is a CRD's.
+func admissionVerifiedSince(s *installState, a *admissionState) *metav1.Time {
+	if a.state != v1alpha1.AdmissionVerified {
+		return nil
+	}
+	for _, prev := range s.install.Status.AdmissionWebhooks {
+		if prev.Name == a.name && prev.Type == string(a.kind) && prev.State == v1alpha1.AdmissionVerified && !a.firstVerified {
+			return prev.VerifiedSince
+		}
+	}
+	return &metav1.Time{Time: s.now.Truncate(time.Second)}
 }
 
 // admissionDriftStatus carries the fight counters of one admission

@@ -14,6 +14,7 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/utils/ptr"
@@ -47,6 +48,7 @@ func (r *WebhookInstallReconciler) verifyAdmission(ctx context.Context, s *insta
 			continue // not registered, failed in an earlier step, or just written (verified on the next pass)
 		}
 		key := unconfirmedAdmissionKey(s.install, a)
+		r.unconfirmed.inherit(key, admissionStatusSince(s.install, a), s.now)
 		if !r.unconfirmed.take(key) && r.admissionStillVerified(s, a) {
 			a.state, a.trusted, a.message = v1alpha1.AdmissionVerified, true, previousAdmissionMessage(s.install, a)
 			continue
@@ -56,7 +58,11 @@ func (r *WebhookInstallReconciler) verifyAdmission(ctx context.Context, s *insta
 		a.state, a.verifyReason, a.message, a.trusted = v.state, v.reason, v.message, v.trusted
 		switch {
 		case v.state == v1alpha1.AdmissionVerified && !admissionVerifiedBefore(s.install, a):
-			// Confirmed once more: see unconfirmedVerifications.
+			// Confirmed once more: see unconfirmedVerifications. A write
+			// that changed where the API server sends requests is never
+			// verified in its own pass, so the status says Registered, not
+			// Verified, when its first verification comes.
+			a.firstVerified = true
 			r.unconfirmed.add(key)
 			s.retryWithin(confirmAfter)
 		case v.forbidden:
@@ -287,6 +293,17 @@ func (r *WebhookInstallReconciler) admissionStillVerified(s *installState, a *ad
 		}
 	}
 	return admissionVerifiedBefore(s.install, a)
+}
+
+// admissionStatusSince is the VerifiedSince the install's status gives
+// the webhook.
+func admissionStatusSince(install *v1alpha1.WebhookInstall, a *admissionState) *metav1.Time {
+	for _, prev := range install.Status.AdmissionWebhooks {
+		if prev.Name == a.name && prev.Type == string(a.kind) && prev.State == v1alpha1.AdmissionVerified {
+			return prev.VerifiedSince
+		}
+	}
+	return nil
 }
 
 // admissionVerifiedBefore: the install's status says the webhook is

@@ -129,6 +129,10 @@ type crdState struct {
 	// needs converting). It is what a certificate rotation waits for; a
 	// webhook that refuses an object is trusted, with state Failed.
 	trusted bool
+	// firstVerified: this pass's verification succeeded and is a first
+	// one (the status did not say Verified, or this pass changed where
+	// conversions go), so it is confirmed once more (verify_confirm.go).
+	firstVerified bool
 	// verifyReason is why verification failed (state Failed), a Reason
 	// constant: WebhookUntrusted, WebhookUnreachable, WebhookPathNotFound,
 	// ConversionRefused or ConversionFailed. "" for failures of other steps.

@@ -67,7 +67,7 @@ func computeStatus(s *installState, stepErr error) v1alpha1.WebhookInstallStatus
 		}
 	}
 	for _, c := range s.crds {
-		out := v1alpha1.ConversionCRDStatus{Name: c.name, State: c.state, Message: c.message}
+		out := v1alpha1.ConversionCRDStatus{Name: c.name, State: c.state, Message: c.message, VerifiedSince: crdVerifiedSince(s, c)}
 		driftStatus(s, c, &out)
 		st.ConversionCRDs = append(st.ConversionCRDs, out)
 	}

@@ -88,6 +88,11 @@ func (p probe) result() string {
 // failed: an idle resync of a verified install reads and writes nothing.
 func (r *WebhookInstallReconciler) verifyConversion(ctx context.Context, s *installState) error {
 	for _, c := range s.crds {
+		r.unconfirmed.inherit(c.name, crdStatusSince(s.install, c.name), s.now)
+		// A write that changed where conversions go makes the next success
+		// a first one: until the API server has loaded the write, it
+		// converts through what the CRD said before.
+		retargeted := c.written && !c.bundleOnly
 		if c.written {
 			if reason, message := answeredBefore(s.install, c.name); reason != "" {
 				// The caBundle changed, not the webhook's answer: it stands
@@ -107,7 +112,7 @@ func (r *WebhookInstallReconciler) verifyConversion(ctx context.Context, s *inst
 			}
 			c.written = false // as loaded as a later pass would find it: verified now
 		}
-		if !r.unconfirmed.take(c.name) && r.stillVerified(s, c) {
+		if pending := r.unconfirmed.take(c.name); !pending && !retargeted && r.stillVerified(s, c) {
 			c.state, c.trusted, c.message = v1alpha1.ConversionVerified, true, previousMessage(s.install, c.name)
 			continue
 		}
@@ -126,7 +131,8 @@ func (r *WebhookInstallReconciler) verifyConversion(ctx context.Context, s *inst
 			s.retryWithin(verifyForbiddenRetry)
 		case p.converted:
 			c.state = v1alpha1.ConversionVerified
-			if !verifiedBefore(s.install, c.name) {
+			if retargeted || !verifiedBefore(s.install, c.name) {
+				c.firstVerified = true
 				r.unconfirmed.add(c.name)
 				s.retryWithin(confirmAfter)
 			}

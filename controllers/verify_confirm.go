@@ -5,6 +5,8 @@ import (
 	"sync"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
 	v1alpha1 "github.com/hookwright/hookwright/api/v1alpha1"
 )
 
@@ -14,8 +16,9 @@ const confirmAfter = 2 * time.Second
 
 // unconfirmedVerifications are the CRDs (and admission webhooks, below)
 // whose verification succeeded while their status did not say Verified
-// yet (a new install's, one taken over, one that had failed), to be
-// verified once more by a later pass.
+// yet (a new install's, one taken over, one that had failed) or right
+// after a write that changed where conversions go, to be verified once
+// more by a later pass.
 //
 // Hookwright's CRD watch showing its write is a strong sign, not a proof,
 // that the API server has applied it: the API server loads a CRD change
@@ -40,11 +43,57 @@ const confirmAfter = 2 * time.Second
 // webhook answered. Their first successful verification is confirmed the
 // same way (keys from unconfirmedAdmissionKey).
 //
-// In memory only: a restarted manager does not confirm what its
-// predecessor verified.
+// The set is in memory, so a manager that stops between a first
+// verification and its confirmation would leave it unconfirmed; the status
+// carries when each verification was first made (VerifiedSince), and its
+// successor confirms those made shortly before it took over (inherit).
 type unconfirmedVerifications struct {
 	mu   sync.Mutex
 	keys map[string]bool
+
+	// started is when this manager's first pass ran (it leads from then);
+	// seen are the keys it has looked at since (inherit).
+	started time.Time
+	seen    map[string]bool
+}
+
+// inheritWindow is how long before this manager's first pass a
+// verification counts as possibly a predecessor's unconfirmed one. It
+// covers the predecessor's last moments (its confirmation was due 2 s
+// after the verification, later when its queue was long), the leader
+// election's hand-over (a lease is taken over 15 s after its last renewal
+// when its holder did not release it) and the restart of a crashed pod
+// under back-off (up to 5 minutes). A manager away longer than that right
+// after a first verification leaves it unconfirmed; re-verifying every
+// CRD on each restart instead would call every conversion webhook at once
+// whenever Hookwright restarts.
+const inheritWindow = 10 * time.Minute
+
+// inherit marks key as awaiting its confirmation the first time this
+// manager looks at it, when the status says it was first verified (since)
+// within inheritWindow before this manager's first pass: a predecessor may
+// have stopped before confirming it. Later passes, and keys whose status
+// says nothing or something older, are left to add and take.
+func (u *unconfirmedVerifications) inherit(key string, since *metav1.Time, now time.Time) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if u.started.IsZero() {
+		u.started = now
+	}
+	if u.seen[key] {
+		return
+	}
+	if u.seen == nil {
+		u.seen = map[string]bool{}
+	}
+	u.seen[key] = true
+	if since == nil || since.Time.Before(u.started.Add(-inheritWindow)) {
+		return
+	}
+	if u.keys == nil {
+		u.keys = map[string]bool{}
+	}
+	u.keys[key] = true
 }
 
 // add marks key (a CRD's name, or unconfirmedAdmissionKey's) as awaiting
@@ -83,4 +132,30 @@ func verifiedBefore(install *v1alpha1.WebhookInstall, crd string) bool {
 		}
 	}
 	return false
+}
+
+// crdVerifiedSince is the VerifiedSince of the CRD's new status: this
+// pass's time when its verification was a first one (c.firstVerified) or
+// the status did not say Verified, else what the status said (nil for a
+// status written before the field existed: no write just to add it).
+func crdVerifiedSince(s *installState, c *crdState) *metav1.Time {
+	if c.state != v1alpha1.ConversionVerified {
+		return nil
+	}
+	for _, prev := range s.install.Status.ConversionCRDs {
+		if prev.Name == c.name && prev.State == v1alpha1.ConversionVerified && !c.firstVerified {
+			return prev.VerifiedSince
+		}
+	}
+	return &metav1.Time{Time: s.now.Truncate(time.Second)}
+}
+
+// crdStatusSince is the VerifiedSince the install's status gives the CRD.
+func crdStatusSince(install *v1alpha1.WebhookInstall, crd string) *metav1.Time {
+	for _, prev := range install.Status.ConversionCRDs {
+		if prev.Name == crd && prev.State == v1alpha1.ConversionVerified {
+			return prev.VerifiedSince
+		}
+	}
+	return nil
 }

@@ -40,15 +40,54 @@ func TestFirstVerificationIsConfirmedOnce(t *testing.T) {
 }
 
 func testFirstVerificationConfirmed(t *testing.T, writtenThisPass bool) {
-	const crdName = "widgets.example.com"
 	notServed := errors.New(`conversion webhook for example.com/v2, Kind=Widget failed: the server could not find the requested resource`)
-	dryRuns := 0
+	rig := newConversionRig(t, func(n int) error {
+		if n == 1 {
+			return nil // through None: the API server had not applied the write
+		}
+		return notServed
+	})
+
+	s, first := rig.pass(t, v1alpha1.WebhookInstallStatus{Phase: v1alpha1.PhaseInstalling}, writtenThisPass, time.Time{})
+	if first.state != v1alpha1.ConversionVerified || s.retryAfter != confirmAfter {
+		t.Fatalf("the writing pass: state %q, retry after %s; want Verified, confirmed after %s", first.state, s.retryAfter, confirmAfter)
+	}
+
+	verified := rig.verifiedStatus(nil)
+	_, second := rig.pass(t, verified, false, time.Time{})
+	if second.state != v1alpha1.ConversionFailed || second.verifyReason != v1alpha1.ReasonWebhookPathNotFound {
+		t.Fatalf("the next pass: state %q (%s: %s), want Failed WebhookPathNotFound: it must convert once more", second.state, second.verifyReason, second.message)
+	}
+
+	_, third := rig.pass(t, verified, false, time.Time{})
+	if rig.dryRuns != 2 || third.state != v1alpha1.ConversionVerified {
+		t.Errorf("a later pass: %d dry runs in all, state %q; want 2 and Verified from the status (confirmed once, then trusted)", rig.dryRuns, third.state)
+	}
+}
+
+const rigCRD = "widgets.example.com"
+
+// conversionRig is a reconciler whose API server holds one CRD served at
+// v1 (storage) and v2, and no stored object: each verification dry-run
+// creates a v2 object, and answer(n) is the API server's answer to the
+// n-th (from 1).
+type conversionRig struct {
+	r       *WebhookInstallReconciler
+	crd     *apiextensionsv1.CustomResourceDefinition
+	ca      *certs.CA
+	dryRuns int
+	// bundleOnly: a pass's write changes only the caBundle.
+	bundleOnly bool
+}
+
+func newConversionRig(t *testing.T, answer func(n int) error) *conversionRig {
+	t.Helper()
 	scheme := runtime.NewScheme()
 	if err := apiextensionsv1.AddToScheme(scheme); err != nil {
 		t.Fatal(err)
 	}
-	crd := &apiextensionsv1.CustomResourceDefinition{
-		ObjectMeta: metav1.ObjectMeta{Name: crdName},
+	rig := &conversionRig{crd: &apiextensionsv1.CustomResourceDefinition{
+		ObjectMeta: metav1.ObjectMeta{Name: rigCRD},
 		Spec: apiextensionsv1.CustomResourceDefinitionSpec{
 			Group: "example.com", Scope: apiextensionsv1.NamespaceScoped,
 			Names: apiextensionsv1.CustomResourceDefinitionNames{Plural: "widgets", Kind: "Widget", ListKind: "WidgetList"},
@@ -57,8 +96,8 @@ func testFirstVerificationConfirmed(t *testing.T, writtenThisPass bool) {
 				{Name: "v2", Served: true},
 			},
 		},
-	}
-	c := interceptor.NewClient(fake.NewClientBuilder().WithScheme(scheme).WithObjects(crd.DeepCopy()).Build(), interceptor.Funcs{
+	}}
+	c := interceptor.NewClient(fake.NewClientBuilder().WithScheme(scheme).WithObjects(rig.crd.DeepCopy()).Build(), interceptor.Funcs{
 		Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
 			if err := c.Get(ctx, key, obj, opts...); err != nil {
 				return err
@@ -70,51 +109,43 @@ func testFirstVerificationConfirmed(t *testing.T, writtenThisPass bool) {
 			if !isDryRunCreate(opts) {
 				return errors.New("verification must only dry-run")
 			}
-			dryRuns++
-			if dryRuns == 1 {
-				return nil // through None: the API server had not applied the write
-			}
-			return notServed
+			rig.dryRuns++
+			return answer(rig.dryRuns)
 		},
 		List: func(context.Context, client.WithWatch, client.ObjectList, ...client.ListOption) error {
 			return nil // no stored object
 		},
 	})
-	r := &WebhookInstallReconciler{Client: c, APIReader: c}
-	ca, err := certs.NewCA("ca", certs.ECDSAP256, time.Hour, time.Now())
-	if err != nil {
+	rig.r = &WebhookInstallReconciler{Client: c, APIReader: c}
+	var err error
+	if rig.ca, err = certs.NewCA("ca", certs.ECDSAP256, time.Hour, time.Now()); err != nil {
 		t.Fatal(err)
 	}
-	pass := func(status v1alpha1.WebhookInstallStatus, written bool) (*installState, *crdState) {
-		install := &v1alpha1.WebhookInstall{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "widgets", Generation: 1}, Status: status}
-		cs := &crdState{name: crdName, webhook: desired.Webhook{Service: "svc"}, crd: crd.DeepCopy(), written: written}
-		if written {
-			cs.writtenVersion = "12"
-		}
-		s := &installState{install: install, crds: []*crdState{cs}, services: map[string]*serviceCerts{"svc": {ca: ca}}}
-		if err := r.verifyConversion(context.Background(), s); err != nil {
-			t.Fatal(err)
-		}
-		return s, cs
-	}
+	return rig
+}
 
-	s, first := pass(v1alpha1.WebhookInstallStatus{Phase: v1alpha1.PhaseInstalling}, writtenThisPass)
-	if first.state != v1alpha1.ConversionVerified || s.retryAfter != confirmAfter {
-		t.Fatalf("the writing pass: state %q, retry after %s; want Verified, confirmed after %s", first.state, s.retryAfter, confirmAfter)
+// pass runs the verification step of a pass at now, on an install whose
+// status is status; written: the pass wrote the CRD's conversion.
+func (rig *conversionRig) pass(t *testing.T, status v1alpha1.WebhookInstallStatus, written bool, now time.Time) (*installState, *crdState) {
+	t.Helper()
+	install := &v1alpha1.WebhookInstall{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "widgets", Generation: 1}, Status: status}
+	cs := &crdState{name: rigCRD, webhook: desired.Webhook{Service: "svc"}, crd: rig.crd.DeepCopy(), written: written, bundleOnly: written && rig.bundleOnly}
+	if written {
+		cs.writtenVersion = "12"
 	}
+	s := &installState{install: install, now: now, crds: []*crdState{cs}, services: map[string]*serviceCerts{"svc": {ca: rig.ca}}}
+	if err := rig.r.verifyConversion(context.Background(), s); err != nil {
+		t.Fatal(err)
+	}
+	return s, cs
+}
 
-	verified := v1alpha1.WebhookInstallStatus{Phase: v1alpha1.PhaseSucceeded, ObservedGeneration: 1,
-		Services:       []v1alpha1.ServiceStatus{{Name: "svc", CAFingerprint: certs.Fingerprint(ca.Cert)}},
-		ConversionCRDs: []v1alpha1.ConversionCRDStatus{{Name: crdName, State: v1alpha1.ConversionVerified}}}
-	_, second := pass(verified, false)
-	if second.state != v1alpha1.ConversionFailed || second.verifyReason != v1alpha1.ReasonWebhookPathNotFound {
-		t.Fatalf("the next pass: state %q (%s: %s), want Failed WebhookPathNotFound: it must convert once more", second.state, second.verifyReason, second.message)
-	}
-
-	_, third := pass(verified, false)
-	if dryRuns != 2 || third.state != v1alpha1.ConversionVerified {
-		t.Errorf("a later pass: %d dry runs in all, state %q; want 2 and Verified from the status (confirmed once, then trusted)", dryRuns, third.state)
-	}
+// verifiedStatus is a Succeeded install's status: the CRD verified since
+// since, for this generation and CA.
+func (rig *conversionRig) verifiedStatus(since *metav1.Time) v1alpha1.WebhookInstallStatus {
+	return v1alpha1.WebhookInstallStatus{Phase: v1alpha1.PhaseSucceeded, ObservedGeneration: 1,
+		Services:       []v1alpha1.ServiceStatus{{Name: "svc", CAFingerprint: certs.Fingerprint(rig.ca.Cert)}},
+		ConversionCRDs: []v1alpha1.ConversionCRDStatus{{Name: rigCRD, State: v1alpha1.ConversionVerified, VerifiedSince: since}}}
 }
 
 // An admission webhook's first successful verification may have been
@@ -124,10 +155,51 @@ func testFirstVerificationConfirmed(t *testing.T, writtenThisPass bool) {
 // webhook really answers 404: the next pass dry-runs once more and
 // reports the 404; the pass after that trusts the status.
 func TestFirstAdmissionVerificationIsConfirmedOnce(t *testing.T) {
-	const webhookName = "vwidgets.example.com"
 	notServed := statusErr(http.StatusInternalServerError, metav1.StatusReasonInternalError,
 		`Internal error occurred: failed calling webhook "vwidgets.example.com": failed to call webhook: the server could not find the requested resource`)
-	dryRuns := 0
+	rig := newAdmissionRig(t, func(n int) error {
+		if n == 1 {
+			return nil // the API server had not loaded the configuration: no webhook called
+		}
+		return notServed
+	})
+
+	s, first := rig.pass(t, v1alpha1.WebhookInstallStatus{Phase: v1alpha1.PhaseInstalling}, time.Time{})
+	if first.state != v1alpha1.AdmissionVerified || s.retryAfter != confirmAfter {
+		t.Fatalf("the first verification: state %q, retry after %s; want Verified, confirmed after %s", first.state, s.retryAfter, confirmAfter)
+	}
+
+	verified := rig.verifiedStatus(nil)
+	_, second := rig.pass(t, verified, time.Time{})
+	if second.state != v1alpha1.AdmissionFailed || second.verifyReason != v1alpha1.ReasonWebhookPathNotFound {
+		t.Fatalf("the next pass: state %q (%s: %s), want Failed WebhookPathNotFound: it must dry-run once more", second.state, second.verifyReason, second.message)
+	}
+
+	_, third := rig.pass(t, verified, time.Time{})
+	if rig.dryRuns != 2 || third.state != v1alpha1.AdmissionVerified {
+		t.Errorf("a later pass: %d dry runs in all, state %q; want 2 and Verified from the status (confirmed once, then trusted)", rig.dryRuns, third.state)
+	}
+}
+
+// admissionRig is a reconciler with one registered validating webhook
+// (rules: CREATE widgets.example.com/v1): each verification dry-run
+// creates a Widget, and answer(n) is the API server's answer to the n-th
+// (from 1).
+type admissionRig struct {
+	r       *WebhookInstallReconciler
+	def     v1alpha1.WebhookDefinition
+	ca      *certs.CA
+	dryRuns int
+}
+
+func newAdmissionRig(t *testing.T, answer func(n int) error) *admissionRig {
+	t.Helper()
+	rig := &admissionRig{def: v1alpha1.WebhookDefinition{
+		GenerateName: "vwidgets.example.com", Type: operatorsv1alpha1.ValidatingAdmissionWebhook,
+		SideEffects: ptr.To(admissionregistrationv1.SideEffectClassNone), FailurePolicy: ptr.To(admissionregistrationv1.Fail),
+		Rules: []v1alpha1.AdmissionRule{{Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create},
+			APIGroups: []string{"example.com"}, APIVersions: []string{"v1"}, Resources: []string{"widgets"}}},
+	}}
 	mapper := meta.NewDefaultRESTMapper(nil)
 	mapper.Add(schema.GroupVersionKind{Group: "example.com", Version: "v1", Kind: "Widget"}, meta.RESTScopeNamespace)
 	c := interceptor.NewClient(fake.NewClientBuilder().WithRESTMapper(mapper).Build(), interceptor.Funcs{
@@ -135,50 +207,37 @@ func TestFirstAdmissionVerificationIsConfirmedOnce(t *testing.T) {
 			if !isDryRunCreate(opts) {
 				return errors.New("verification must only dry-run")
 			}
-			dryRuns++
-			if dryRuns == 1 {
-				return nil // the API server had not loaded the configuration: no webhook called
-			}
-			return notServed
+			rig.dryRuns++
+			return answer(rig.dryRuns)
 		},
 	})
-	r := &WebhookInstallReconciler{Client: c, APIReader: c}
-	ca, err := certs.NewCA("ca", certs.ECDSAP256, time.Hour, time.Now())
-	if err != nil {
+	rig.r = &WebhookInstallReconciler{Client: c, APIReader: c}
+	var err error
+	if rig.ca, err = certs.NewCA("ca", certs.ECDSAP256, time.Hour, time.Now()); err != nil {
 		t.Fatal(err)
 	}
-	def := v1alpha1.WebhookDefinition{
-		GenerateName: webhookName, Type: operatorsv1alpha1.ValidatingAdmissionWebhook,
-		SideEffects: ptr.To(admissionregistrationv1.SideEffectClassNone), FailurePolicy: ptr.To(admissionregistrationv1.Fail),
-		Rules: []v1alpha1.AdmissionRule{{Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create},
-			APIGroups: []string{"example.com"}, APIVersions: []string{"v1"}, Resources: []string{"widgets"}}},
-	}
-	pass := func(status v1alpha1.WebhookInstallStatus) (*installState, *admissionState) {
-		install := &v1alpha1.WebhookInstall{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "widgets", Generation: 1}, Status: status}
-		a := &admissionState{name: webhookName, kind: def.Type, definition: def, webhook: desired.Webhook{Service: "svc"},
-			registered: true, state: v1alpha1.AdmissionRegistered}
-		s := &installState{install: install, admission: []*admissionState{a}, services: map[string]*serviceCerts{"svc": {ca: ca}}}
-		if err := r.verifyAdmission(context.Background(), s); err != nil {
-			t.Fatal(err)
-		}
-		return s, a
-	}
+	return rig
+}
 
-	s, first := pass(v1alpha1.WebhookInstallStatus{Phase: v1alpha1.PhaseInstalling})
-	if first.state != v1alpha1.AdmissionVerified || s.retryAfter != confirmAfter {
-		t.Fatalf("the first verification: state %q, retry after %s; want Verified, confirmed after %s", first.state, s.retryAfter, confirmAfter)
+// pass runs the verification step of a pass at now, on an install whose
+// status is status.
+func (rig *admissionRig) pass(t *testing.T, status v1alpha1.WebhookInstallStatus, now time.Time) (*installState, *admissionState) {
+	t.Helper()
+	install := &v1alpha1.WebhookInstall{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "widgets", Generation: 1}, Status: status}
+	a := &admissionState{name: rig.def.GenerateName, kind: rig.def.Type, definition: rig.def, webhook: desired.Webhook{Service: "svc"},
+		registered: true, state: v1alpha1.AdmissionRegistered}
+	s := &installState{install: install, now: now, admission: []*admissionState{a}, services: map[string]*serviceCerts{"svc": {ca: rig.ca}}}
+	if err := rig.r.verifyAdmission(context.Background(), s); err != nil {
+		t.Fatal(err)
 	}
+	return s, a
+}
 
-	verified := v1alpha1.WebhookInstallStatus{Phase: v1alpha1.PhaseSucceeded, ObservedGeneration: 1,
-		Services:          []v1alpha1.ServiceStatus{{Name: "svc", CAFingerprint: certs.Fingerprint(ca.Cert)}},
-		AdmissionWebhooks: []v1alpha1.AdmissionWebhookStatus{{Name: webhookName, Type: string(def.Type), State: v1alpha1.AdmissionVerified}}}
-	_, second := pass(verified)
-	if second.state != v1alpha1.AdmissionFailed || second.verifyReason != v1alpha1.ReasonWebhookPathNotFound {
-		t.Fatalf("the next pass: state %q (%s: %s), want Failed WebhookPathNotFound: it must dry-run once more", second.state, second.verifyReason, second.message)
-	}
-
-	_, third := pass(verified)
-	if dryRuns != 2 || third.state != v1alpha1.AdmissionVerified {
-		t.Errorf("a later pass: %d dry runs in all, state %q; want 2 and Verified from the status (confirmed once, then trusted)", dryRuns, third.state)
-	}
+// verifiedStatus is a Succeeded install's status: the webhook verified
+// since since, for this generation and CA.
+func (rig *admissionRig) verifiedStatus(since *metav1.Time) v1alpha1.WebhookInstallStatus {
+	return v1alpha1.WebhookInstallStatus{Phase: v1alpha1.PhaseSucceeded, ObservedGeneration: 1,
+		Services: []v1alpha1.ServiceStatus{{Name: "svc", CAFingerprint: certs.Fingerprint(rig.ca.Cert)}},
+		AdmissionWebhooks: []v1alpha1.AdmissionWebhookStatus{{Name: rig.def.GenerateName, Type: string(rig.def.Type),
+			State: v1alpha1.AdmissionVerified, VerifiedSince: since}}}
 }

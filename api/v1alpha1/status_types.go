@@ -130,6 +130,12 @@ type ConversionCRDStatus struct {
 	// Message explains the state.
 	// +optional
 	Message string `json:"message,omitempty"`
+	// VerifiedSince is when the API server first converted through the
+	// webhook as it is configured now: the verification that made the
+	// state Verified, or the first after a write that changed where
+	// conversions go. Set only while the state is Verified.
+	// +optional
+	VerifiedSince *metav1.Time `json:"verifiedSince,omitempty"`
 	// DriftRestores counts how often Hookwright restored this CRD's
 	// conversion after another field manager changed it, within the
 	// current fight window (10 minutes from the first restore).
@@ -184,6 +190,11 @@ type AdmissionWebhookStatus struct {
 	// constant), when it did.
 	// +optional
 	VerifyReason string `json:"verifyReason,omitempty"`
+	// VerifiedSince is when the API server first called the webhook
+	// through its current registration: the verification that made the
+	// state Verified. Set only while the state is Verified.
+	// +optional
+	VerifiedSince *metav1.Time `json:"verifiedSince,omitempty"`
 	// ExcludedNamespaces are the namespaces its namespaceSelector excludes
 	// so that it never locks out what runs it or Hookwright: kube-system and
 	// Hookwright's namespace always, and the install's namespace when its
