@@ -135,8 +135,10 @@ func (a *auditLog) since(mark int, user string) ([]auditEvent, error) {
 	return out, nil
 }
 
-// waitQuiet waits until user made no write for quiet, up to limit, and
-// returns the events since mark.
+// waitQuiet waits until user made no write and no dry run for quiet, up
+// to limit, and returns the events since mark. Dry runs count as activity:
+// a verification's confirmation is a dry run that writes nothing when it
+// agrees, and comes after the last write.
 func (a *auditLog) waitQuiet(mark int, user string, quiet, limit time.Duration) ([]auditEvent, error) {
 	deadline := time.Now().Add(limit)
 	lastCount, lastChange := -1, time.Now()
@@ -145,9 +147,8 @@ func (a *auditLog) waitQuiet(mark int, user string, quiet, limit time.Duration) 
 		if err != nil {
 			return nil, err
 		}
-		writes := len(writesOf(events))
-		if writes != lastCount {
-			lastCount, lastChange = writes, time.Now()
+		if n := activityOf(events); n != lastCount {
+			lastCount, lastChange = n, time.Now()
 		}
 		if time.Since(lastChange) >= quiet || time.Now().After(deadline) {
 			return events, nil
@@ -155,6 +156,9 @@ func (a *auditLog) waitQuiet(mark int, user string, quiet, limit time.Duration) 
 		time.Sleep(250 * time.Millisecond)
 	}
 }
+
+// activityOf counts what waitQuiet waits to end: writes and dry runs.
+func activityOf(events []auditEvent) int { return len(writesOf(events)) + dryRunsOf(events) }
 
 func writesOf(events []auditEvent) []auditEvent {
 	var out []auditEvent

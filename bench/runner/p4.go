@@ -151,7 +151,10 @@ func (b *bench) p4Batch(ctx context.Context, n int, last bool) (*p4Size, error) 
 		}
 	}
 
-	events, err := b.audit.waitQuiet(mark, operatorUser, 2*time.Second, 20*time.Second)
+	// Quiet for longer than the 2 s after which a first verification is
+	// confirmed, so that the dry runs and reconciles include the
+	// confirmations of the last installs verified.
+	events, err := b.audit.waitQuiet(mark, operatorUser, 3*time.Second, 30*time.Second)
 	if err != nil {
 		return res, err
 	}
