@@ -48,7 +48,7 @@ func (r *WebhookInstallReconciler) verifyAdmission(ctx context.Context, s *insta
 			continue // not registered, failed in an earlier step, or just written (verified on the next pass)
 		}
 		key := unconfirmedAdmissionKey(s.install, a)
-		r.unconfirmed.inherit(key, admissionStatusSince(s.install, a), s.now)
+		r.unconfirmed.inherit(key, admissionStatusSince(s.install, a))
 		if !r.unconfirmed.take(key) && r.admissionStillVerified(s, a) {
 			a.state, a.trusted, a.message = v1alpha1.AdmissionVerified, true, previousAdmissionMessage(s.install, a)
 			continue

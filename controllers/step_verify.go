@@ -88,7 +88,7 @@ func (p probe) result() string {
 // failed: an idle resync of a verified install reads and writes nothing.
 func (r *WebhookInstallReconciler) verifyConversion(ctx context.Context, s *installState) error {
 	for _, c := range s.crds {
-		r.unconfirmed.inherit(c.name, crdStatusSince(s.install, c.name), s.now)
+		r.unconfirmed.inherit(c.name, crdStatusSince(s.install, c.name))
 		// A write that changed where conversions go makes the next success
 		// a first one: until the API server has loaded the write, it
 		// converts through what the CRD said before.

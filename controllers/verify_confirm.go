@@ -51,10 +51,20 @@ type unconfirmedVerifications struct {
 	mu   sync.Mutex
 	keys map[string]bool
 
-	// started is when this manager's first pass ran (it leads from then);
-	// seen are the keys it has looked at since (inherit).
+	// started is when this manager's first pass ran (begin); seen are the
+	// keys it has looked at since (inherit).
 	started time.Time
 	seen    map[string]bool
+}
+
+// begin records the time of this manager's first pass: it runs once the
+// manager leads, so a standby's wait does not widen inheritWindow.
+func (u *unconfirmedVerifications) begin(now time.Time) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if u.started.IsZero() {
+		u.started = now
+	}
 }
 
 // inheritWindow is how long before this manager's first pass a
@@ -74,13 +84,10 @@ const inheritWindow = 10 * time.Minute
 // within inheritWindow before this manager's first pass: a predecessor may
 // have stopped before confirming it. Later passes, and keys whose status
 // says nothing or something older, are left to add and take.
-func (u *unconfirmedVerifications) inherit(key string, since *metav1.Time, now time.Time) {
+func (u *unconfirmedVerifications) inherit(key string, since *metav1.Time) {
 	u.mu.Lock()
 	defer u.mu.Unlock()
-	if u.started.IsZero() {
-		u.started = now
-	}
-	if u.seen[key] {
+	if u.started.IsZero() || u.seen[key] {
 		return
 	}
 	if u.seen == nil {

@@ -134,6 +134,7 @@ func (rig *conversionRig) pass(t *testing.T, status v1alpha1.WebhookInstallStatu
 		cs.writtenVersion = "12"
 	}
 	s := &installState{install: install, now: now, crds: []*crdState{cs}, services: map[string]*serviceCerts{"svc": {ca: rig.ca}}}
+	rig.r.unconfirmed.begin(now) // as Reconcile does
 	if err := rig.r.verifyConversion(context.Background(), s); err != nil {
 		t.Fatal(err)
 	}
@@ -227,6 +228,7 @@ func (rig *admissionRig) pass(t *testing.T, status v1alpha1.WebhookInstallStatus
 	a := &admissionState{name: rig.def.GenerateName, kind: rig.def.Type, definition: rig.def, webhook: desired.Webhook{Service: "svc"},
 		registered: true, state: v1alpha1.AdmissionRegistered}
 	s := &installState{install: install, now: now, admission: []*admissionState{a}, services: map[string]*serviceCerts{"svc": {ca: rig.ca}}}
+	rig.r.unconfirmed.begin(now) // as Reconcile does
 	if err := rig.r.verifyAdmission(context.Background(), s); err != nil {
 		t.Fatal(err)
 	}

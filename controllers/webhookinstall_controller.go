@@ -77,6 +77,7 @@ func (r *WebhookInstallReconciler) Reconcile(ctx context.Context, req ctrl.Reque
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	s := &installState{install: install, generation: install.Generation, now: r.Clock.Now(), webhooks: desired.Webhooks(install), services: map[string]*serviceCerts{}}
+	r.unconfirmed.begin(s.now)
 	if !install.DeletionTimestamp.IsZero() {
 		return r.finalize(ctx, s)
 	}
