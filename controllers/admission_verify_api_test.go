@@ -101,7 +101,11 @@ var _ = Describe("Admission verification through the API server", func() {
 		eventuallyAdmission(ctx, "vpath.hookwright.test", v1alpha1.AdmissionVerified, "", "called the webhook", "admitted")
 		eventuallyAdmission(ctx, "mpath.hookwright.test", v1alpha1.AdmissionVerified, "", "failurePolicy Ignore", "it answered")
 		Eventually(func(g Gomega) {
-			g.Expect(condition(installIn(ctx, g, ns, "widgets"), v1alpha1.TypeAdmissionVerified).Status).To(Equal(metav1.ConditionTrue))
+			whi := installIn(ctx, g, ns, "widgets")
+			g.Expect(condition(whi, v1alpha1.TypeAdmissionVerified).Status).To(Equal(metav1.ConditionTrue))
+			// What a restarted Hookwright reads to confirm a verification
+			// its predecessor may not have (verify_confirm.go).
+			g.Expect(whi.Status.AdmissionWebhooks).To(HaveEach(HaveField("VerifiedSince", Not(BeNil()))))
 		}).Should(Succeed())
 	})
 

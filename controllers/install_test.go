@@ -39,6 +39,9 @@ var _ = Describe("Installing a conversion webhook", func() {
 		for _, t := range []string{v1alpha1.TypeReady, v1alpha1.TypeCertificatesReady, v1alpha1.TypeWebhooksAvailable, v1alpha1.TypeConversionConfigured, v1alpha1.TypeConversionVerified} {
 			Expect(condition(whi, t).Status).To(Equal(metav1.ConditionTrue), t)
 		}
+		// verifiedSince is what a restarted Hookwright reads to confirm a
+		// verification its predecessor may not have (verify_confirm.go).
+		Expect(whi.Status.ConversionCRDs).To(ConsistOf(And(HaveField("State", v1alpha1.ConversionVerified), HaveField("VerifiedSince", Not(BeNil())))))
 
 		const service = "widget-webhook-v1-service"
 		Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: service}, &corev1.Service{})).To(Succeed())
