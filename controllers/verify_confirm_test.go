@@ -128,7 +128,7 @@ func newConversionRig(t *testing.T, answer func(n int) error) *conversionRig {
 // status is status; written: the pass wrote the CRD's conversion.
 func (rig *conversionRig) pass(t *testing.T, status v1alpha1.WebhookInstallStatus, written bool, now time.Time) (*installState, *crdState) {
 	t.Helper()
-	install := &v1alpha1.WebhookInstall{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "widgets", Generation: 1}, Status: status}
+	install := rigInstall(status)
 	cs := &crdState{name: rigCRD, webhook: desired.Webhook{Service: "svc"}, crd: rig.crd.DeepCopy(), written: written, bundleOnly: written && rig.bundleOnly}
 	if written {
 		cs.writtenVersion = "12"
@@ -144,9 +144,21 @@ func (rig *conversionRig) pass(t *testing.T, status v1alpha1.WebhookInstallStatu
 // verifiedStatus is a Succeeded install's status: the CRD verified since
 // since, for this generation and CA.
 func (rig *conversionRig) verifiedStatus(since *metav1.Time) v1alpha1.WebhookInstallStatus {
+	st := succeededStatus(rig.ca)
+	st.ConversionCRDs = []v1alpha1.ConversionCRDStatus{{Name: rigCRD, State: v1alpha1.ConversionVerified, VerifiedSince: since}}
+	return st
+}
+
+// succeededStatus is a Succeeded install's status for generation 1, its
+// Service's CA ca; the rigs add what they verify.
+func succeededStatus(ca *certs.CA) v1alpha1.WebhookInstallStatus {
 	return v1alpha1.WebhookInstallStatus{Phase: v1alpha1.PhaseSucceeded, ObservedGeneration: 1,
-		Services:       []v1alpha1.ServiceStatus{{Name: "svc", CAFingerprint: certs.Fingerprint(rig.ca.Cert)}},
-		ConversionCRDs: []v1alpha1.ConversionCRDStatus{{Name: rigCRD, State: v1alpha1.ConversionVerified, VerifiedSince: since}}}
+		Services: []v1alpha1.ServiceStatus{{Name: "svc", CAFingerprint: certs.Fingerprint(ca.Cert)}}}
+}
+
+// rigInstall is the rigs' install, generation 1, with status.
+func rigInstall(status v1alpha1.WebhookInstallStatus) *v1alpha1.WebhookInstall {
+	return &v1alpha1.WebhookInstall{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "widgets", Generation: 1}, Status: status}
 }
 
 // An admission webhook's first successful verification may have been
@@ -224,7 +236,7 @@ func newAdmissionRig(t *testing.T, answer func(n int) error) *admissionRig {
 // status is status.
 func (rig *admissionRig) pass(t *testing.T, status v1alpha1.WebhookInstallStatus, now time.Time) (*installState, *admissionState) {
 	t.Helper()
-	install := &v1alpha1.WebhookInstall{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "widgets", Generation: 1}, Status: status}
+	install := rigInstall(status)
 	a := &admissionState{name: rig.def.GenerateName, kind: rig.def.Type, definition: rig.def, webhook: desired.Webhook{Service: "svc"},
 		registered: true, state: v1alpha1.AdmissionRegistered}
 	s := &installState{install: install, now: now, admission: []*admissionState{a}, services: map[string]*serviceCerts{"svc": {ca: rig.ca}}}
@@ -238,8 +250,8 @@ func (rig *admissionRig) pass(t *testing.T, status v1alpha1.WebhookInstallStatus
 // verifiedStatus is a Succeeded install's status: the webhook verified
 // since since, for this generation and CA.
 func (rig *admissionRig) verifiedStatus(since *metav1.Time) v1alpha1.WebhookInstallStatus {
-	return v1alpha1.WebhookInstallStatus{Phase: v1alpha1.PhaseSucceeded, ObservedGeneration: 1,
-		Services: []v1alpha1.ServiceStatus{{Name: "svc", CAFingerprint: certs.Fingerprint(rig.ca.Cert)}},
-		AdmissionWebhooks: []v1alpha1.AdmissionWebhookStatus{{Name: rig.def.GenerateName, Type: string(rig.def.Type),
-			State: v1alpha1.AdmissionVerified, VerifiedSince: since}}}
+	st := succeededStatus(rig.ca)
+	st.AdmissionWebhooks = []v1alpha1.AdmissionWebhookStatus{{Name: rig.def.GenerateName, Type: string(rig.def.Type),
+		State: v1alpha1.AdmissionVerified, VerifiedSince: since}}
+	return st
 }
