@@ -34,13 +34,11 @@ func admissionStatuses(s *installState) []v1alpha1.AdmissionWebhookStatus {
 // admissionVerifiedSince is the VerifiedSince of the webhook's new
 // status, as crdVerifiedSince is a CRD's.
 func admissionVerifiedSince(s *installState, a *admissionState) *metav1.Time {
-	if a.state != v1alpha1.AdmissionVerified {
+	switch {
+	case a.state != v1alpha1.AdmissionVerified:
 		return nil
-	}
-	for _, prev := range s.install.Status.AdmissionWebhooks {
-		if prev.Name == a.name && prev.Type == string(a.kind) && prev.State == v1alpha1.AdmissionVerified && !a.firstVerified {
-			return prev.VerifiedSince
-		}
+	case !a.firstVerified && admissionVerifiedBefore(s.install, a):
+		return admissionStatusSince(s.install, a)
 	}
 	return &metav1.Time{Time: s.now.Truncate(time.Second)}
 }

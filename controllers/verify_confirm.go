@@ -146,13 +146,11 @@ func verifiedBefore(install *v1alpha1.WebhookInstall, crd string) bool {
 // the status did not say Verified, else what the status said (nil for a
 // status written before the field existed: no write just to add it).
 func crdVerifiedSince(s *installState, c *crdState) *metav1.Time {
-	if c.state != v1alpha1.ConversionVerified {
+	switch {
+	case c.state != v1alpha1.ConversionVerified:
 		return nil
-	}
-	for _, prev := range s.install.Status.ConversionCRDs {
-		if prev.Name == c.name && prev.State == v1alpha1.ConversionVerified && !c.firstVerified {
-			return prev.VerifiedSince
-		}
+	case !c.firstVerified && verifiedBefore(s.install, c.name):
+		return crdStatusSince(s.install, c.name)
 	}
 	return &metav1.Time{Time: s.now.Truncate(time.Second)}
 }
