@@ -49,7 +49,11 @@ func (r *WebhookInstallReconciler) verifyAdmission(ctx context.Context, s *insta
 		}
 		key := unconfirmedAdmissionKey(s.install, a)
 		r.unconfirmed.inherit(key, admissionStatusSince(s.install, a))
-		if !r.unconfirmed.take(key) && r.admissionStillVerified(s, a) {
+		confirm, wait := r.unconfirmed.take(key, s.now)
+		if wait > 0 {
+			s.retryWithin(wait) // confirmed then: see unconfirmedVerifications
+		}
+		if !confirm && r.admissionStillVerified(s, a) {
 			a.state, a.trusted, a.message = v1alpha1.AdmissionVerified, true, previousAdmissionMessage(s.install, a)
 			continue
 		}
@@ -63,7 +67,7 @@ func (r *WebhookInstallReconciler) verifyAdmission(ctx context.Context, s *insta
 			// verified in its own pass, so the status says Registered, not
 			// Verified, when its first verification comes.
 			a.firstVerified = true
-			r.unconfirmed.add(key)
+			r.unconfirmed.add(key, s.now)
 			s.retryWithin(confirmAfter)
 		case v.forbidden:
 			s.retryWithin(verifyForbiddenRetry) // granting RBAC wakes nothing

@@ -112,7 +112,11 @@ func (r *WebhookInstallReconciler) verifyConversion(ctx context.Context, s *inst
 			}
 			c.written = false // as loaded as a later pass would find it: verified now
 		}
-		if pending := r.unconfirmed.take(c.name); !pending && !retargeted && r.stillVerified(s, c) {
+		confirm, wait := r.unconfirmed.take(c.name, s.now)
+		if wait > 0 {
+			s.retryWithin(wait) // confirmed then: see unconfirmedVerifications
+		}
+		if !confirm && !retargeted && r.stillVerified(s, c) {
 			c.state, c.trusted, c.message = v1alpha1.ConversionVerified, true, previousMessage(s.install, c.name)
 			continue
 		}
@@ -133,7 +137,7 @@ func (r *WebhookInstallReconciler) verifyConversion(ctx context.Context, s *inst
 			c.state = v1alpha1.ConversionVerified
 			if retargeted || !verifiedBefore(s.install, c.name) {
 				c.firstVerified = true
-				r.unconfirmed.add(c.name)
+				r.unconfirmed.add(c.name, s.now)
 				s.retryWithin(confirmAfter)
 			}
 		case p.reason != "":

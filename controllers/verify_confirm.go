@@ -47,14 +47,19 @@ const confirmAfter = 2 * time.Second
 // verification and its confirmation would leave it unconfirmed; the status
 // carries when each verification was first made (VerifiedSince), and its
 // successor confirms those made shortly before it took over (inherit).
+//
+// Each key carries when its confirmation is due: a pass that comes earlier
+// (woken by something else: a second pod turning ready, a Deployment's
+// status) trusts the status and asks for a pass at that time, since a dry
+// run before it proves no more than the first did.
 type unconfirmedVerifications struct {
-	mu   sync.Mutex
-	keys map[string]bool
+	mu  sync.Mutex
+	due map[string]time.Time
 
-	// started is when this manager's first pass ran (begin); seen are the
-	// keys it has looked at since (inherit).
-	started time.Time
-	seen    map[string]bool
+	// started is when this manager's first pass ran (begin); inherited are
+	// the keys whose predecessor's verification it has taken on (inherit).
+	started   time.Time
+	inherited map[string]bool
 }
 
 // begin records the time of this manager's first pass: it runs once the
@@ -79,49 +84,70 @@ func (u *unconfirmedVerifications) begin(now time.Time) {
 // whenever Hookwright restarts.
 const inheritWindow = 10 * time.Minute
 
-// inherit marks key as awaiting its confirmation the first time this
-// manager looks at it, when the status says it was first verified (since)
-// within inheritWindow before this manager's first pass: a predecessor may
-// have stopped before confirming it. Later passes, and keys whose status
-// says nothing or something older, are left to add and take.
+// inherit marks key as awaiting its confirmation, once, when the status
+// says it was first verified (since) within inheritWindow before this
+// manager's first pass: a predecessor may have stopped before confirming
+// it. Its confirmation is due confirmAfter after the verification, which
+// the status dates to the second (so at most a second after since).
+//
+// Only verifications dated before this manager's first pass (or in its
+// second) qualify, so inherited holds at most the keys verified in the ten
+// minutes before it started, and needs no pruning; a key this manager
+// verifies itself in that second is marked by add, so that it is not
+// taken for a predecessor's.
 func (u *unconfirmedVerifications) inherit(key string, since *metav1.Time) {
 	u.mu.Lock()
 	defer u.mu.Unlock()
-	if u.started.IsZero() || u.seen[key] {
+	if since == nil || u.started.IsZero() || u.inherited[key] {
 		return
 	}
-	if u.seen == nil {
-		u.seen = map[string]bool{}
-	}
-	u.seen[key] = true
-	if since == nil || since.Time.Before(u.started.Add(-inheritWindow)) {
+	if since.Time.Before(u.started.Add(-inheritWindow)) || since.Time.After(u.started) {
 		return
 	}
-	if u.keys == nil {
-		u.keys = map[string]bool{}
-	}
-	u.keys[key] = true
+	u.markInherited(key)
+	u.setDue(key, since.Time.Add(time.Second+confirmAfter))
 }
 
 // add marks key (a CRD's name, or unconfirmedAdmissionKey's) as awaiting
-// its confirmation.
-func (u *unconfirmedVerifications) add(key string) {
+// its confirmation, due confirmAfter after now.
+func (u *unconfirmedVerifications) add(key string, now time.Time) {
 	u.mu.Lock()
 	defer u.mu.Unlock()
-	if u.keys == nil {
-		u.keys = map[string]bool{}
+	if !now.Truncate(time.Second).After(u.started) {
+		u.markInherited(key) // its VerifiedSince will look like a predecessor's
 	}
-	u.keys[key] = true
+	u.setDue(key, now.Add(confirmAfter))
 }
 
-// take reports whether key awaits its confirmation, and forgets it: the
-// caller verifies it now.
-func (u *unconfirmedVerifications) take(key string) bool {
+// take reports whether key's confirmation is due at now, and then forgets
+// it (the caller verifies it now); or else how long until it is due (zero
+// when key awaits none).
+func (u *unconfirmedVerifications) take(key string, now time.Time) (due bool, wait time.Duration) {
 	u.mu.Lock()
 	defer u.mu.Unlock()
-	pending := u.keys[key]
-	delete(u.keys, key)
-	return pending
+	at, pending := u.due[key]
+	switch {
+	case !pending:
+		return false, 0
+	case now.Before(at):
+		return false, at.Sub(now)
+	}
+	delete(u.due, key)
+	return true, 0
+}
+
+func (u *unconfirmedVerifications) markInherited(key string) {
+	if u.inherited == nil {
+		u.inherited = map[string]bool{}
+	}
+	u.inherited[key] = true
+}
+
+func (u *unconfirmedVerifications) setDue(key string, at time.Time) {
+	if u.due == nil {
+		u.due = map[string]time.Time{}
+	}
+	u.due[key] = at
 }
 
 // unconfirmedAdmissionKey names an admission webhook among the CRD names:

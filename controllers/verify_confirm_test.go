@@ -48,18 +48,20 @@ func testFirstVerificationConfirmed(t *testing.T, writtenThisPass bool) {
 		return notServed
 	})
 
-	s, first := rig.pass(t, v1alpha1.WebhookInstallStatus{Phase: v1alpha1.PhaseInstalling}, writtenThisPass, time.Time{})
+	t0 := time.Date(2026, 11, 28, 12, 0, 0, 0, time.UTC)
+	rig.r.unconfirmed.begin(t0.Add(-time.Minute)) // a manager that has run for a while
+	s, first := rig.pass(t, v1alpha1.WebhookInstallStatus{Phase: v1alpha1.PhaseInstalling}, writtenThisPass, t0)
 	if first.state != v1alpha1.ConversionVerified || s.retryAfter != confirmAfter {
 		t.Fatalf("the writing pass: state %q, retry after %s; want Verified, confirmed after %s", first.state, s.retryAfter, confirmAfter)
 	}
 
-	verified := rig.verifiedStatus(nil)
-	_, second := rig.pass(t, verified, false, time.Time{})
+	verified := rig.verifiedStatus(crdVerifiedSince(s, first)) // its own verification: not a predecessor's to inherit
+	_, second := rig.pass(t, verified, false, t0.Add(confirmAfter))
 	if second.state != v1alpha1.ConversionFailed || second.verifyReason != v1alpha1.ReasonWebhookPathNotFound {
 		t.Fatalf("the next pass: state %q (%s: %s), want Failed WebhookPathNotFound: it must convert once more", second.state, second.verifyReason, second.message)
 	}
 
-	_, third := rig.pass(t, verified, false, time.Time{})
+	_, third := rig.pass(t, verified, false, t0.Add(2*confirmAfter))
 	if rig.dryRuns != 2 || third.state != v1alpha1.ConversionVerified {
 		t.Errorf("a later pass: %d dry runs in all, state %q; want 2 and Verified from the status (confirmed once, then trusted)", rig.dryRuns, third.state)
 	}
@@ -177,18 +179,20 @@ func TestFirstAdmissionVerificationIsConfirmedOnce(t *testing.T) {
 		return notServed
 	})
 
-	s, first := rig.pass(t, v1alpha1.WebhookInstallStatus{Phase: v1alpha1.PhaseInstalling}, time.Time{})
+	t0 := time.Date(2026, 11, 28, 12, 0, 0, 0, time.UTC)
+	rig.r.unconfirmed.begin(t0.Add(-time.Minute)) // a manager that has run for a while
+	s, first := rig.pass(t, v1alpha1.WebhookInstallStatus{Phase: v1alpha1.PhaseInstalling}, t0)
 	if first.state != v1alpha1.AdmissionVerified || s.retryAfter != confirmAfter {
 		t.Fatalf("the first verification: state %q, retry after %s; want Verified, confirmed after %s", first.state, s.retryAfter, confirmAfter)
 	}
 
-	verified := rig.verifiedStatus(nil)
-	_, second := rig.pass(t, verified, time.Time{})
+	verified := rig.verifiedStatus(admissionVerifiedSince(s, first)) // its own verification: not a predecessor's to inherit
+	_, second := rig.pass(t, verified, t0.Add(confirmAfter))
 	if second.state != v1alpha1.AdmissionFailed || second.verifyReason != v1alpha1.ReasonWebhookPathNotFound {
 		t.Fatalf("the next pass: state %q (%s: %s), want Failed WebhookPathNotFound: it must dry-run once more", second.state, second.verifyReason, second.message)
 	}
 
-	_, third := rig.pass(t, verified, time.Time{})
+	_, third := rig.pass(t, verified, t0.Add(2*confirmAfter))
 	if rig.dryRuns != 2 || third.state != v1alpha1.AdmissionVerified {
 		t.Errorf("a later pass: %d dry runs in all, state %q; want 2 and Verified from the status (confirmed once, then trusted)", rig.dryRuns, third.state)
 	}

@@ -26,7 +26,7 @@ func TestRestartConfirmsAPredecessorsRecentVerification(t *testing.T) {
 		since     *metav1.Time
 		confirmed bool
 	}{
-		{"verified a second before this manager's first pass", at(time.Second), true},
+		{"verified five seconds before this manager's first pass", at(5 * time.Second), true},
 		{"verified within the window before it", at(inheritWindow - time.Minute), true},
 		{"verified longer before it", at(inheritWindow + time.Minute), false},
 		{"a status written before verifiedSince existed", nil, false},
@@ -59,7 +59,7 @@ func TestRestartConfirmsAPredecessorsRecentAdmissionVerification(t *testing.T) {
 	notServed := statusErr(http.StatusInternalServerError, metav1.StatusReasonInternalError,
 		`Internal error occurred: failed calling webhook "vwidgets.example.com": failed to call webhook: the server could not find the requested resource`)
 	rig := newAdmissionRig(t, func(int) error { return notServed })
-	status := rig.verifiedStatus(&metav1.Time{Time: start.Add(-time.Second)})
+	status := rig.verifiedStatus(&metav1.Time{Time: start.Add(-5 * time.Second)})
 
 	_, first := rig.pass(t, status, start)
 	if rig.dryRuns != 1 || first.verifyReason != v1alpha1.ReasonWebhookPathNotFound {
