@@ -2,6 +2,7 @@ package controllers
 
 import (
 	"errors"
+	"fmt"
 	"net/http"
 	"testing"
 	"time"
@@ -90,5 +91,30 @@ func TestInheritedConfirmationWaitsUntilDue(t *testing.T) {
 	_, confirmed := rig.pass(t, status, false, due)
 	if rig.dryRuns != 1 || confirmed.verifyReason != v1alpha1.ReasonWebhookPathNotFound {
 		t.Errorf("the pass when it is due: %d dry runs, state %q (%s); want 1, Failed WebhookPathNotFound", rig.dryRuns, confirmed.state, confirmed.verifyReason)
+	}
+}
+
+// What the set remembers stays bounded over a manager's life: its own
+// verifications leave nothing behind once confirmed, and only a
+// predecessor's recent ones are remembered as inherited.
+func TestUnconfirmedVerificationsForgetConfirmedKeys(t *testing.T) {
+	start := time.Date(2026, 11, 28, 12, 0, 0, 0, time.UTC)
+	var u unconfirmedVerifications
+	u.begin(start)
+	u.inherit("predecessors.example.com", &metav1.Time{Time: start.Add(-time.Minute)})
+	for i := range 100 {
+		key := fmt.Sprintf("crd-%d.example.com", i)
+		verified := start.Add(time.Duration(i+2) * time.Second)
+		u.add(key, verified)
+		u.inherit(key, &metav1.Time{Time: verified.Truncate(time.Second)}) // the status it wrote
+		if due, _ := u.take(key, verified.Add(confirmAfter)); !due {
+			t.Fatalf("%s: not due %s after its verification", key, confirmAfter)
+		}
+	}
+	if due, _ := u.take("predecessors.example.com", start); !due {
+		t.Errorf("the predecessor's verification a minute before the start is not due at the start")
+	}
+	if len(u.due) != 0 || len(u.inherited) != 1 {
+		t.Errorf("after 101 confirmations: %d keys awaiting one, %d remembered as inherited; want 0 and 1 (the predecessor's)", len(u.due), len(u.inherited))
 	}
 }
