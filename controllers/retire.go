@@ -235,6 +235,7 @@ func (r *WebhookInstallReconciler) keepAlive(ctx context.Context, s *installStat
 			break
 		}
 	}
+	r.wakeWhenDue(s)
 	if err := r.writeStatus(ctx, s, stepErr); err != nil || stepErr != nil {
 		return ctrl.Result{}, errors.Join(stepErr, err)
 	}

@@ -88,6 +88,7 @@ func (r *WebhookInstallReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if concurrency < 1 {
 		concurrency = DefaultConcurrency
 	}
+	r.dueWakes.limit = 2 * concurrency
 	return ctrl.NewControllerManagedBy(mgr).
 		WithOptions(controller.Options{MaxConcurrentReconciles: concurrency}).
 		For(&v1alpha1.WebhookInstall{}, builder.WithPredicates(skipStatusOnlyUpdates())).
@@ -104,6 +105,8 @@ func (r *WebhookInstallReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		// A webhook Service's slice turning ready lets its CRDs be pointed
 		// at it (endpoints.go); the slice carries the install's label.
 		Watches(&discoveryv1.EndpointSlice{}, handler.EnqueueRequestsFromMapFunc(labelledInstall)).
+		// A rotation falling due is queued at the in-flight priority.
+		WatchesRawSource(r.dueWakes.source()).
 		Complete(r)
 }
 

@@ -52,6 +52,9 @@ type WebhookInstallReconciler struct {
 	// unconfirmed: CRDs and admission webhooks whose first verification
 	// succeeded, verified once more by a later pass (verify_confirm.go).
 	unconfirmed unconfirmedVerifications
+	// dueWakes: each install's next rotation, queued when due at the
+	// in-flight priority (due_wake.go).
+	dueWakes dueWakes
 }
 
 // DefaultConcurrency: measured by `make bench` (P4), one worker let 1,000
@@ -73,6 +76,7 @@ func (r *WebhookInstallReconciler) Reconcile(ctx context.Context, req ctrl.Reque
 	if err != nil {
 		if apierrors.IsNotFound(err) {
 			r.installVersions.forget(req.NamespacedName)
+			r.dueWakes.forget(req.NamespacedName)
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
@@ -102,6 +106,7 @@ func (r *WebhookInstallReconciler) Reconcile(ctx context.Context, req ctrl.Reque
 			break
 		}
 	}
+	r.wakeWhenDue(s)
 	if err := r.writeStatus(ctx, s, stepErr); err != nil {
 		return ctrl.Result{}, errors.Join(stepErr, err)
 	}
