@@ -49,10 +49,7 @@ func (r *WebhookInstallReconciler) verifyAdmission(ctx context.Context, s *insta
 		}
 		key := unconfirmedAdmissionKey(s.install, a)
 		r.unconfirmed.inherit(key, admissionStatusSince(s.install, a))
-		confirm, wait := r.unconfirmed.take(key, s.now)
-		if wait > 0 {
-			s.retryWithin(wait) // confirmed then: see unconfirmedVerifications
-		}
+		confirm := r.confirmationDue(s, key)
 		if !confirm && r.admissionStillVerified(s, a) {
 			a.state, a.trusted, a.message = v1alpha1.AdmissionVerified, true, previousAdmissionMessage(s.install, a)
 			continue

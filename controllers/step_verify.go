@@ -112,10 +112,7 @@ func (r *WebhookInstallReconciler) verifyConversion(ctx context.Context, s *inst
 			}
 			c.written = false // as loaded as a later pass would find it: verified now
 		}
-		confirm, wait := r.unconfirmed.take(c.name, s.now)
-		if wait > 0 {
-			s.retryWithin(wait) // confirmed then: see unconfirmedVerifications
-		}
+		confirm := r.confirmationDue(s, c.name)
 		if !confirm && !retargeted && r.stillVerified(s, c) {
 			c.state, c.trusted, c.message = v1alpha1.ConversionVerified, true, previousMessage(s.install, c.name)
 			continue

@@ -150,6 +150,16 @@ func (u *unconfirmedVerifications) setDue(key string, at time.Time) {
 	u.due[key] = at
 }
 
+// confirmationDue reports whether key's confirmation is due this pass;
+// when it is pending but not yet due, the pass asks for one at that time.
+func (r *WebhookInstallReconciler) confirmationDue(s *installState, key string) bool {
+	due, wait := r.unconfirmed.take(key, s.now)
+	if wait > 0 {
+		s.retryWithin(wait)
+	}
+	return due
+}
+
 // unconfirmedAdmissionKey names an admission webhook among the CRD names:
 // a webhook's name is unique only in its install's configuration of its
 // kind, and no CRD name has a space or a slash.
