@@ -32,10 +32,13 @@ func (r *WebhookInstallReconciler) ensureWorkloads(ctx context.Context, s *insta
 		if _, isWebhook := servingByDeployment[spec.Name]; s.keepOnly && !isWebhook {
 			continue // a deleted or replaced install maintains only what its kept CRDs need
 		}
-		if err := r.ensureServiceAccount(ctx, s, spec.Spec.Template.Spec.ServiceAccountName); err != nil {
-			return r.componentFailed(s, err)
+		want := desired.Deployment(s.install, spec, servingByDeployment[spec.Name])
+		if !r.serviceAccountSettled(ctx, want) {
+			if err := r.ensureServiceAccount(ctx, s, spec.Spec.Template.Spec.ServiceAccountName); err != nil {
+				return r.componentFailed(s, err)
+			}
 		}
-		dep, err := r.ensureDeployment(ctx, s, desired.Deployment(s.install, spec, servingByDeployment[spec.Name]))
+		dep, err := r.ensureDeployment(ctx, s, want)
 		if err != nil {
 			return r.componentFailed(s, err)
 		}
@@ -134,6 +137,23 @@ func (r *WebhookInstallReconciler) ensureService(ctx context.Context, s *install
 		}
 	}
 	return r.apply(ctx, want)
+}
+
+// serviceAccountSettled: the cached Deployment is the one this pass
+// applies, and every replica of it runs, so no pod waits to be created
+// under its ServiceAccount and the live read of that account (it is not
+// cached) is skipped: an idle resync reads one object less per
+// Deployment, and a new install's pass that points its CRDs at the
+// webhook one round trip sooner. A ServiceAccount deleted later is
+// missed only until a pod has to be made again: the ReplicaSet cannot
+// make it, the Deployment stops being fully rolled out, its status
+// update wakes the install, and that pass creates the account again.
+func (r *WebhookInstallReconciler) serviceAccountSettled(ctx context.Context, want *appsv1.Deployment) bool {
+	have := &appsv1.Deployment{}
+	if err := r.Client.Get(ctx, client.ObjectKeyFromObject(want), have); err != nil {
+		return false
+	}
+	return have.Annotations[desired.AnnotationSpecHash] == want.Annotations[desired.AnnotationSpecHash] && fullyRolledOut(have)
 }
 
 // ensureServiceAccount creates a missing ServiceAccount bare: Hookwright

@@ -115,3 +115,114 @@ func TestWorkloadsStepSeesTheRolloutFinish(t *testing.T) {
 		})
 	}
 }
+
+// The ServiceAccount is not cached, so checking it costs a live read. A
+// pass reads it only while a pod of the Deployment may still have to be
+// made under it; once every replica of the applied Deployment runs, an
+// idle resync skips the read. A deleted account is made again as soon as
+// the Deployment stops being fully rolled out (a pod the ReplicaSet could
+// not recreate), whose status update wakes the install.
+func TestServiceAccountReadOnlyWhilePodsMayBeMade(t *testing.T) {
+	const ns, deployment, account = "team-a", "widget-webhook", "widget-webhook"
+	now := time.Now()
+	ca, err := certs.NewCA("widget-ca", certs.ECDSAP256, 24*time.Hour, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pair, err := ca.IssueServing([]string{"widget.team-a.svc"}, certs.ECDSAP256, time.Hour, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cert, err := certs.ParseCert(pair.CertPEM)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rolled := func(dep *appsv1.Deployment) {
+		dep.Generation = 1
+		dep.Status = appsv1.DeploymentStatus{ObservedGeneration: 1, Replicas: 1, UpdatedReplicas: 1, ReadyReplicas: 1, AvailableReplicas: 1,
+			Conditions: []appsv1.DeploymentCondition{{Type: appsv1.DeploymentAvailable, Status: corev1.ConditionTrue}}}
+	}
+	for _, tc := range []struct {
+		name       string
+		deployment func(dep *appsv1.Deployment) *appsv1.Deployment // the cached Deployment; nil: none yet
+		accountSet bool                                            // the ServiceAccount exists
+		wantReads  int
+		wantCreate bool
+	}{
+		{name: "no Deployment yet: the account is made first", wantReads: 1, wantCreate: true},
+		{name: "the applied Deployment runs every replica: no read", accountSet: true,
+			deployment: func(dep *appsv1.Deployment) *appsv1.Deployment { rolled(dep); return dep }},
+		{name: "deleted account, every replica still runs: no read yet", accountSet: false,
+			deployment: func(dep *appsv1.Deployment) *appsv1.Deployment { rolled(dep); return dep }},
+		{name: "deleted account, a pod could not be made: made again", wantReads: 1, wantCreate: true,
+			deployment: func(dep *appsv1.Deployment) *appsv1.Deployment {
+				rolled(dep)
+				dep.Status.AvailableReplicas, dep.Status.ReadyReplicas = 0, 0
+				dep.Status.Conditions = []appsv1.DeploymentCondition{{Type: appsv1.DeploymentAvailable, Status: corev1.ConditionFalse},
+					{Type: appsv1.DeploymentReplicaFailure, Status: corev1.ConditionTrue, Reason: "FailedCreate"}}
+				return dep
+			}},
+		{name: "a Deployment to be rewritten: the account is read", accountSet: true, wantReads: 1,
+			deployment: func(dep *appsv1.Deployment) *appsv1.Deployment {
+				rolled(dep)
+				dep.Annotations[desired.AnnotationSpecHash] = "an-older-spec"
+				return dep
+			}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			install := testfixtures.WidgetInstall(ns, "widgets", deployment, "widgets.example.com")
+			install.UID = "uid-1"
+			s := &installState{install: install, generation: 1, now: now, webhooks: desired.Webhooks(install), services: map[string]*serviceCerts{}}
+			service := s.webhooks[0].Service
+			s.services[service] = &serviceCerts{secretName: desired.ServingSecretName(service), ca: ca, servingPEM: pair.CertPEM}
+			if got := install.Spec.Install.Spec.Deployments[0].Spec.Template.Spec.ServiceAccountName; got != account {
+				t.Fatalf("the fixture's Deployment runs as %q, want %q", got, account)
+			}
+			var objects []client.Object
+			if tc.deployment != nil {
+				objects = append(objects, tc.deployment(desired.Deployment(install, install.Spec.Install.Spec.Deployments[0],
+					&desired.Serving{SecretName: desired.ServingSecretName(service), Fingerprint: certs.Fingerprint(cert)})))
+			}
+			if tc.accountSet {
+				objects = append(objects, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: account}})
+			}
+			scheme := runtime.NewScheme()
+			if err := corev1.AddToScheme(scheme); err != nil {
+				t.Fatal(err)
+			}
+			if err := appsv1.AddToScheme(scheme); err != nil {
+				t.Fatal(err)
+			}
+			reads, created := 0, false
+			c := interceptor.NewClient(fake.NewClientBuilder().WithScheme(scheme).WithObjects(objects...).Build(), interceptor.Funcs{
+				Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+					if _, ok := obj.(*corev1.ServiceAccount); ok {
+						reads++
+					}
+					return c.Get(ctx, key, obj, opts...)
+				},
+				Create: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
+					if _, ok := obj.(*corev1.ServiceAccount); ok {
+						created = true
+					}
+					return c.Create(ctx, obj, opts...)
+				},
+				// The applies of the Deployment and Service: accepted,
+				// nothing to store for this test.
+				Patch: func(ctx context.Context, c client.WithWatch, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
+					return nil
+				},
+			})
+			r := &WebhookInstallReconciler{Client: c, APIReader: c, Recorder: events.NewFakeRecorder(10)}
+			if err := r.ensureWorkloads(context.Background(), s); err != nil {
+				t.Fatal(err)
+			}
+			if reads != tc.wantReads {
+				t.Errorf("the ServiceAccount was read %d time(s), want %d", reads, tc.wantReads)
+			}
+			if created != tc.wantCreate {
+				t.Errorf("ServiceAccount created: %v, want %v", created, tc.wantCreate)
+			}
+		})
+	}
+}
