@@ -49,6 +49,7 @@ func main() {
 	var (
 		metricsAddr    string
 		probeAddr      string
+		pprofAddr      string
 		leaderElection bool
 		leaderElectNS  string
 		concurrency    int
@@ -61,6 +62,7 @@ func main() {
 	flag.StringVar(&metricsAddr, "metrics-bind-address", ":8443", "address of the Prometheus metrics endpoint (0 disables it)")
 	flag.BoolVar(&metricsSecure, "metrics-secure", true, "serve metrics over HTTPS, to scrapers the API server authenticates and authorizes (get on the /metrics non-resource URL); false serves plain HTTP to anyone")
 	flag.StringVar(&probeAddr, "health-probe-bind-address", ":8081", "address of the /healthz and /readyz endpoints")
+	flag.StringVar(&pprofAddr, "pprof-bind-address", "0", "address of Go's /debug/pprof profiles (0 disables them); unauthenticated: bind it to localhost (127.0.0.1:8082) and reach it with kubectl port-forward")
 	flag.BoolVar(&leaderElection, "leader-elect", true, "elect a leader so that only one replica reconciles at a time")
 	flag.StringVar(&leaderElectNS, "leader-election-namespace", "", "namespace of the leader-election Lease (default: the pod's namespace)")
 	flag.IntVar(&concurrency, "max-concurrent-reconciles", controllers.DefaultConcurrency, "how many WebhookInstalls are reconciled at once")
@@ -77,13 +79,13 @@ func main() {
 
 	authority.Namespace, authority.ServiceAccount = ownIdentity()
 	migration.InTree = &inTree
-	if err := run(metricsServer(metricsAddr, metricsSecure), probeAddr, leaderElection, leaderElectNS, concurrency, syncPeriod, authority, migration); err != nil {
+	if err := run(metricsServer(metricsAddr, metricsSecure), probeAddr, pprofAddr, leaderElection, leaderElectNS, concurrency, syncPeriod, authority, migration); err != nil {
 		fmt.Fprintln(os.Stderr, "hookwright:", err)
 		os.Exit(1)
 	}
 }
 
-func run(metrics metricsserver.Options, probeAddr string, leaderElection bool, leaderElectNS string, concurrency int, syncPeriod time.Duration,
+func run(metrics metricsserver.Options, probeAddr, pprofAddr string, leaderElection bool, leaderElectNS string, concurrency int, syncPeriod time.Duration,
 	authority controllers.Authority, migration controllers.MigrationOptions) error {
 	scheme := runtime.NewScheme()
 	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, apiextensionsv1.AddToScheme, v1alpha1.AddToScheme} {
@@ -102,6 +104,7 @@ func run(metrics metricsserver.Options, probeAddr string, leaderElection bool, l
 		Cache:                   cacheOptions,
 		Metrics:                 metrics,
 		HealthProbeBindAddress:  probeAddr,
+		PprofBindAddress:        pprofAddr,
 		LeaderElection:          leaderElection,
 		LeaderElectionID:        "hookwright.operators.hookwright.dev",
 		LeaderElectionNamespace: leaderElectNS,

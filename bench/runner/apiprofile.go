@@ -74,12 +74,33 @@ func collectAPIServerProfile(ctx context.Context, cfg *rest.Config, path string,
 		return nil, err
 	}
 	started := time.Now()
-	var chunks []*profile.Profile
-	for stopped := false; !stopped; {
+	merged, err := collectChunks(ctx, stop, func(ctx context.Context) ([]byte, error) {
 		body, err := cs.Discovery().RESTClient().Get().AbsPath("/debug/pprof/profile").
 			Param("seconds", strconv.Itoa(int(apiServerProfileChunk.Seconds()))).DoRaw(ctx)
 		if err != nil {
 			return nil, fmt.Errorf("kube-apiserver /debug/pprof/profile: %w", err)
+		}
+		return body, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	if err := writeProfile(merged, path); err != nil {
+		return nil, err
+	}
+	res := &apiServerProfile{Path: path, Seconds: time.Since(started).Seconds()}
+	res.CPU, res.Shares = cumulativeShares(merged)
+	return res, nil
+}
+
+// collectChunks fetches CPU profiles one chunk after the other until stop
+// is closed (the chunk under way completes), and merges them.
+func collectChunks(ctx context.Context, stop <-chan struct{}, fetch func(context.Context) ([]byte, error)) (*profile.Profile, error) {
+	var chunks []*profile.Profile
+	for stopped := false; !stopped; {
+		body, err := fetch(ctx)
+		if err != nil {
+			return nil, err
 		}
 		p, err := profile.ParseData(body)
 		if err != nil {
@@ -94,21 +115,19 @@ func collectAPIServerProfile(ctx context.Context, cfg *rest.Config, path string,
 		default:
 		}
 	}
-	merged, err := profile.Merge(chunks)
-	if err != nil {
-		return nil, err
-	}
+	return profile.Merge(chunks)
+}
+
+func writeProfile(p *profile.Profile, path string) error {
 	f, err := os.Create(path)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	defer func() { _ = f.Close() }()
-	if err := merged.Write(f); err != nil {
-		return nil, err
+	if err := p.Write(f); err != nil {
+		_ = f.Close()
+		return err
 	}
-	res := &apiServerProfile{Path: path, Seconds: time.Since(started).Seconds()}
-	res.CPU, res.Shares = cumulativeShares(merged)
-	return res, nil
+	return f.Close()
 }
 
 // cumulativeShares sums the CPU of the samples under each function of

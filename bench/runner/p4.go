@@ -106,9 +106,11 @@ func (b *bench) p4Batch(ctx context.Context, n int, last bool) (*p4Size, error) 
 	}
 	keys := make([]types.NamespacedName, n)
 	var profiled <-chan profileOutcome
+	var opProfiled <-chan operatorProfileOutcome
 	stopProfile := make(chan struct{})
 	if last {
 		profiled = profileAPIServer(ctx, b.cluster.Config, b.apiServerProfilePath("p4"), stopProfile)
+		opProfiled = b.profileOperator(ctx, b.operatorProfilePath(), stopProfile)
 	}
 	cluster := b.clusterSize(ctx)
 	cpu0 := cpuSeconds(b.operator.pid())
@@ -148,6 +150,13 @@ func (b *bench) p4Batch(ctx context.Context, n int, last bool) (*p4Size, error) 
 		} else {
 			b.report.P4.APIServer = out.profile
 			b.logf("P4 N=%d: kube-apiserver profile %s (%s of CPU in %s)", n, out.profile.Path, secs(out.profile.CPU), secs(out.profile.Seconds))
+		}
+		if out := <-opProfiled; out.err != nil {
+			b.record("P4 operator profile", out.err)
+		} else {
+			out.profile.N = n
+			b.report.Profile = out.profile
+			b.logf("P4 N=%d: operator profile %s (%s of CPU in %s)", n, out.profile.Path, secs(out.profile.CPU), out.profile.Elapsed.Round(time.Second))
 		}
 	}
 
@@ -345,4 +354,22 @@ func (p *p4Result) clusterGrowth() string {
 	}
 	return fmt.Sprintf("The cluster each batch ran in, sampled just before its creates (its own CRDs included; earlier batches and measures stay installed): %s. %s.",
 		strings.Join(cells, "; "), growth)
+}
+
+// prepareInstalls gives each namespace two established CRDs and a ready
+// pod stand-in for its webhook.
+func (b *bench) prepareInstalls(ctx context.Context, nss []string) error {
+	return parallel(len(nss), 8, func(i int) error {
+		ns := nss[i]
+		if err := b.namespace(ctx, ns); err != nil {
+			return err
+		}
+		b.cluster.Kubelet.Serve(ns, webhookDeployment, converterHost{})
+		for _, kind := range crdKinds {
+			if err := b.createCRD(ctx, convertedCRD(ns, kind, nil)); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
 }

@@ -60,6 +60,7 @@ type process struct {
 	done        chan struct{}
 	err         error
 	metricsAddr string
+	pprofAddr   string // the operator's /debug/pprof, when started with it
 	logFile     *os.File
 }
 

@@ -4,103 +4,86 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"os"
+	"io"
+	"net/http"
 	"os/exec"
 	"path/filepath"
-	"runtime/pprof"
 	"strings"
 	"time"
-
-	"github.com/go-logr/logr"
-	"k8s.io/apimachinery/pkg/types"
-
-	v1alpha1 "github.com/hookwright/hookwright/api/v1alpha1"
-	"github.com/hookwright/hookwright/internal/harness"
 )
 
-// p4Profile is the CPU profile behind P4. The operator binary serves no
-// pprof endpoint, so the same reconciler, wired as main.go wires it
-// (internal/harness), runs in this process under runtime/pprof while the
-// binary is stopped: it first resyncs every existing install (as P3's
-// restart does), then converges a fresh batch like P4's smallest. The
-// profile is written next to the results and its top entries, limited to
-// Hookwright's code, go into the report.
-func (b *bench) p4Profile(ctx context.Context) error {
-	n := b.sz.p4[0]
-	nss := names(fmt.Sprintf("prof-%d-%%04d", n), n)
-	if err := b.prepareInstalls(ctx, nss); err != nil {
-		return err
+// operatorProfileChunk bounds one /debug/pprof/profile request to the
+// operator, as apiServerProfileChunk does for the API server.
+const operatorProfileChunk = 10 * time.Second
+
+// profileOperator samples the operator's own CPU (the binary under
+// measure, through its --pprof-bind-address) until stop is closed, and
+// sends what go tool pprof reports of it, limited to Hookwright's
+// controllers, with the merged profile written to path.
+func (b *bench) profileOperator(ctx context.Context, path string, stop <-chan struct{}) <-chan operatorProfileOutcome {
+	out := make(chan operatorProfileOutcome, 1)
+	addr := b.operator.pprofAddr
+	go func() {
+		p, err := collectOperatorProfile(ctx, addr, path, stop)
+		out <- operatorProfileOutcome{profile: p, err: err}
+	}()
+	return out
+}
+
+type operatorProfileOutcome struct {
+	profile *profileResult
+	err     error
+}
+
+func collectOperatorProfile(ctx context.Context, addr, path string, stop <-chan struct{}) (*profileResult, error) {
+	if addr == "" {
+		return nil, fmt.Errorf("the operator was started without --pprof-bind-address")
 	}
-	// P3, next, starts the binary again (its restart is the measure).
-	b.operator.stop()
-	b.operatorDown = true
-	cfg, err := b.cluster.UserConfig(operatorUser, "system:masters")
-	if err != nil {
-		return err
-	}
-	cfg.QPS = -1 // as ctrl.GetConfig in main.go: no client-side throttling
-	dir := b.opts.ProfileDir
-	if dir == "" {
-		dir = b.work
-	}
-	path := filepath.Join(dir, "p4-cpu.pprof")
-	f, err := os.Create(path)
-	if err != nil {
-		return err
-	}
-	defer func() { _ = f.Close() }()
-	if err := pprof.StartCPUProfile(f); err != nil {
-		return err
-	}
+	url := fmt.Sprintf("http://%s/debug/pprof/profile?seconds=%d", addr, int(operatorProfileChunk.Seconds()))
 	started := time.Now()
-	op, err := harness.StartOperator(cfg, logr.Discard())
-	if err != nil {
-		pprof.StopCPUProfile()
-		return err
-	}
-	keys := make([]types.NamespacedName, n)
-	createErr := parallel(n, 16, func(i int) error {
-		keys[i] = types.NamespacedName{Namespace: nss[i], Name: installName}
-		return b.c.Create(ctx, webhookInstall(nss[i], crdNames(nss[i], 2), v1alpha1.CertificatePolicy{}))
+	merged, err := collectChunks(ctx, stop, func(ctx context.Context) ([]byte, error) {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+		if err != nil {
+			return nil, err
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return nil, fmt.Errorf("operator /debug/pprof/profile: %w", err)
+		}
+		defer func() { _ = resp.Body.Close() }()
+		body, err := io.ReadAll(resp.Body)
+		if err != nil {
+			return nil, err
+		}
+		if resp.StatusCode != http.StatusOK {
+			return nil, fmt.Errorf("operator /debug/pprof/profile: HTTP %d: %s", resp.StatusCode, body)
+		}
+		return body, nil
 	})
-	var waitErr error
-	if createErr == nil {
-		_, waitErr = b.observer.waitAllStall(ctx, b.observer.verified, keys, time.Now().Add(5*time.Minute), 90*time.Second)
+	if err != nil {
+		return nil, err
 	}
-	elapsed := time.Since(started)
-	pprof.StopCPUProfile()
-	_ = op.Stop()
-	if createErr != nil {
-		return createErr
+	if err := writeProfile(merged, path); err != nil {
+		return nil, err
 	}
-	if waitErr != nil {
-		return waitErr
-	}
+	res := &profileResult{Path: path, Elapsed: time.Since(started)}
+	res.CPU, _ = cumulativeShares(merged)
 	cmd := exec.CommandContext(ctx, "go", "tool", "pprof", "-top", "-cum", "-nodecount=25", "-focus=hookwright/hookwright/controllers", path)
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Run(); err != nil {
-		return fmt.Errorf("go tool pprof: %w\n%s", err, out.String())
+		return nil, fmt.Errorf("go tool pprof: %w\n%s", err, out.String())
 	}
-	b.report.Profile = &profileResult{Path: path, N: n, Unfinished: b.observer.countUnfinished(keys), Elapsed: elapsed, Top: strings.TrimSpace(out.String())}
-	b.logf("P4 profile: %s (%s)", path, elapsed.Round(time.Second))
-	return nil
+	res.Top = strings.TrimSpace(out.String())
+	return res, nil
 }
 
-// prepareInstalls gives each namespace two established CRDs and a ready
-// pod stand-in for its webhook.
-func (b *bench) prepareInstalls(ctx context.Context, nss []string) error {
-	return parallel(len(nss), 8, func(i int) error {
-		ns := nss[i]
-		if err := b.namespace(ctx, ns); err != nil {
-			return err
-		}
-		b.cluster.Kubelet.Serve(ns, webhookDeployment, converterHost{})
-		for _, kind := range crdKinds {
-			if err := b.createCRD(ctx, convertedCRD(ns, kind, nil)); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
+// operatorProfilePath is where the operator's profile of P4's largest
+// batch goes, next to the API server's.
+func (b *bench) operatorProfilePath() string {
+	dir := b.opts.ProfileDir
+	if dir == "" {
+		dir = b.work
+	}
+	return filepath.Join(dir, "p4-cpu.pprof")
 }

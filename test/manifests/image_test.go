@@ -327,6 +327,7 @@ var _ = Describe("The operator image", Ordered, func() {
 		Expect(string(out)).To(ContainSubstring("-leader-elect"))
 		Expect(string(out)).To(ContainSubstring("-health-probe-bind-address"))
 		Expect(string(out)).To(ContainSubstring("-metrics-bind-address"))
+		Expect(string(out)).To(MatchRegexp(`-pprof-bind-address string\s+[^\n]*\(default "0"\)`), "profiles are off unless asked for")
 	})
 
 	It("runs with the shipped arguments as the shipped ServiceAccount, leads, probes and installs the sample", func(ctx SpecContext) {
