@@ -84,6 +84,7 @@ type p2Result struct {
 type p3Result struct {
 	Installs, Succeeded int
 	SyncPeriod          time.Duration
+	Settled             time.Duration // waited for every install to say Succeeded
 	Restart, Periodic   *resyncResult
 }
 
@@ -242,8 +243,8 @@ func (r *Report) details(w func(string, ...any)) {
 		w("")
 	}
 	if p := r.P3; p != nil {
-		w("**P3.** Two idle resyncs over %d installs (%d Succeeded), each counted from the operator's requests in the audit log until 3 s without a write (create/update/patch/delete) or a dry run. After a restart (with `--sync-period=%s`), its fresh caches hand every install to the reconciler once, and it verifies again the conversions and admission webhooks first verified in the 10 minutes before it (a stopped predecessor may not have confirmed them): %s. Then controller-runtime's periodic resync (SyncPeriod %s: every informer replays its objects) delivers every install again: %s. It came %s after the restart wave: client-go resyncs an event handler added after its informer started, as controller-runtime adds its controllers', only at the informer's second resync check, about twice SyncPeriod after the start. The operator is then restarted with its default flags for P5.",
-			p.Installs, p.Succeeded, p.SyncPeriod, p.Restart.describe("restart"), p.SyncPeriod, p.Periodic.describe("resync's first reconcile"), p.Periodic.Waited.Round(time.Second))
+		w("**P3.** It starts once every install says Succeeded (%s after P4's last batch; at most %s): P4's largest batch may leave installs converging when its wait ends. Two idle resyncs over %d installs (%d Succeeded), each counted from the operator's requests in the audit log until 3 s without a write (create/update/patch/delete) or a dry run. After a restart (with `--sync-period=%s`), its fresh caches hand every install to the reconciler once, and it verifies again the conversions and admission webhooks first verified in the 10 minutes before it (a stopped predecessor may not have confirmed them): %s. Then controller-runtime's periodic resync (SyncPeriod %s: every informer replays its objects) delivers every install again: %s. It came %s after the restart wave: client-go resyncs an event handler added after its informer started, as controller-runtime adds its controllers', only at the informer's second resync check, about twice SyncPeriod after the start. The operator is then restarted with its default flags for P5.",
+			p.Settled.Round(time.Second), sizesFor(r.Smoke).settleInstalls, p.Installs, p.Succeeded, p.SyncPeriod, p.Restart.describe("restart"), p.SyncPeriod, p.Periodic.describe("resync's first reconcile"), p.Periodic.Waited.Round(time.Second))
 		if p4 := r.P4; p4 != nil && len(p4.Sizes) > 0 {
 			last := p4.Sizes[len(p4.Sizes)-1]
 			w("")

@@ -111,6 +111,7 @@ type sizes struct {
 	idleAfter        time.Duration // from the last burst to the idle sample
 	migrationObjects int
 	syncPeriod       time.Duration // P3's periodic resync
+	settleInstalls   time.Duration // at most, before P3, for every install to say Succeeded
 	stormSample      int           // installs read continuously during the rotation storm
 }
 
@@ -121,7 +122,7 @@ func sizesFor(smoke bool) sizes {
 			p4: []int{2, 4}, p5Secrets: 40, p5CRDs: 4, p5SchemaKB: 50, settle: 3 * time.Second,
 			certBenchtime: "1x", reserveAfterP4: time.Minute, p4MaxPerSize: 2 * time.Minute,
 			installTimeout: time.Minute, foreignNamespace: 2, memoryWait: 25 * time.Second, idleAfter: 5 * time.Second,
-			migrationObjects: 50, syncPeriod: 10 * time.Second, stormSample: 2,
+			migrationObjects: 50, syncPeriod: 10 * time.Second, settleInstalls: time.Minute, stormSample: 2,
 		}
 	}
 	return sizes{
@@ -129,7 +130,7 @@ func sizesFor(smoke bool) sizes {
 		p4: []int{100, 300, 1000}, p5Secrets: 10000, p5CRDs: 1000, p5SchemaKB: 50, settle: 15 * time.Second,
 		certBenchtime: "1s", reserveAfterP4: 4 * time.Minute, p4MaxPerSize: 10 * time.Minute,
 		installTimeout: time.Minute, foreignNamespace: 10, memoryWait: 90 * time.Second, idleAfter: 130 * time.Second,
-		migrationObjects: 10000, syncPeriod: 45 * time.Second, stormSample: 10,
+		migrationObjects: 10000, syncPeriod: 45 * time.Second, settleInstalls: 8 * time.Minute, stormSample: 10,
 	}
 }
 
