@@ -47,11 +47,6 @@ func TestWorkloadsStepSeesTheRolloutFinish(t *testing.T) {
 		}
 		return certs.Fingerprint(cert)
 	}
-	rolled := func(dep *appsv1.Deployment) {
-		dep.Generation = 1
-		dep.Status = appsv1.DeploymentStatus{ObservedGeneration: 1, Replicas: 1, UpdatedReplicas: 1, ReadyReplicas: 1, AvailableReplicas: 1,
-			Conditions: []appsv1.DeploymentCondition{{Type: appsv1.DeploymentAvailable, Status: corev1.ConditionTrue}}}
-	}
 	for _, tc := range []struct {
 		name     string
 		template string // the serving fingerprint on the live pod template
@@ -137,11 +132,6 @@ func TestServiceAccountReadOnlyWhilePodsMayBeMade(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rolled := func(dep *appsv1.Deployment) {
-		dep.Generation = 1
-		dep.Status = appsv1.DeploymentStatus{ObservedGeneration: 1, Replicas: 1, UpdatedReplicas: 1, ReadyReplicas: 1, AvailableReplicas: 1,
-			Conditions: []appsv1.DeploymentCondition{{Type: appsv1.DeploymentAvailable, Status: corev1.ConditionTrue}}}
-	}
 	for _, tc := range []struct {
 		name       string
 		deployment func(dep *appsv1.Deployment) *appsv1.Deployment // the cached Deployment; nil: none yet
@@ -225,4 +215,12 @@ func TestServiceAccountReadOnlyWhilePodsMayBeMade(t *testing.T) {
 			}
 		})
 	}
+}
+
+// rolled makes dep's one replica updated and available, as the deployment
+// controller reports a finished rollout.
+func rolled(dep *appsv1.Deployment) {
+	dep.Generation = 1
+	dep.Status = appsv1.DeploymentStatus{ObservedGeneration: 1, Replicas: 1, UpdatedReplicas: 1, ReadyReplicas: 1, AvailableReplicas: 1,
+		Conditions: []appsv1.DeploymentCondition{{Type: appsv1.DeploymentAvailable, Status: corev1.ConditionTrue}}}
 }
