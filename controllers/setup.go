@@ -84,6 +84,13 @@ func (r *WebhookInstallReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		}); err != nil {
 		return err
 	}
+	if r.Resources == nil {
+		resources, err := resourcesFor(mgr)
+		if err != nil {
+			return err
+		}
+		r.Resources = resources
+	}
 	concurrency := r.Concurrency
 	if concurrency < 1 {
 		concurrency = DefaultConcurrency

@@ -10,6 +10,7 @@ import (
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -253,7 +254,7 @@ func (r *WebhookInstallReconciler) probeConversion(ctx context.Context, install 
 	if crd.Spec.Scope == apiextensionsv1.NamespaceScoped {
 		obj.SetNamespace(install.Namespace)
 	}
-	err := r.Client.Create(ctx, obj, client.DryRunAll)
+	_, err := r.crdObjects(crd, version, install.Namespace).Create(ctx, obj, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
 	sr := <-stored
 	if sr.failed != nil {
 		return *sr.failed
@@ -308,10 +309,8 @@ func (r *WebhookInstallReconciler) readStored(ctx context.Context, install *v1al
 	}
 	for _, scope := range scopes {
 		ours := scope != ""
-		list := &unstructured.UnstructuredList{}
-		list.SetAPIVersion(crd.Spec.Group + "/" + version)
-		list.SetKind(crd.Spec.Names.ListKind)
-		if err := r.APIReader.List(ctx, list, client.Limit(1), client.InNamespace(scope)); err != nil {
+		list, err := r.crdObjects(crd, version, scope).List(ctx, metav1.ListOptions{Limit: 1})
+		if err != nil {
 			if apierrors.IsForbidden(err) {
 				return storedRead{failed: &probe{forbidden: &verifyForbiddenError{resource: crdResource(crd), cause: err.Error()}}}
 			}

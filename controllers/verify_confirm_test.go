@@ -107,18 +107,12 @@ func newConversionRig(t *testing.T, answer func(n int) error) *conversionRig {
 			obj.SetResourceVersion("12") // the cache shows the pass's write
 			return nil
 		},
-		Create: func(ctx context.Context, _ client.WithWatch, _ client.Object, opts ...client.CreateOption) error {
-			if !isDryRunCreate(opts) {
-				return errors.New("verification must only dry-run")
-			}
-			rig.dryRuns++
-			return answer(rig.dryRuns)
-		},
-		List: func(context.Context, client.WithWatch, client.ObjectList, ...client.ListOption) error {
-			return nil // no stored object
-		},
 	})
-	rig.r = &WebhookInstallReconciler{Client: c, APIReader: c}
+	resources := probeAnswers(rig.crd, func() error {
+		rig.dryRuns++
+		return answer(rig.dryRuns)
+	}, func() error { return nil /* no stored object */ })
+	rig.r = &WebhookInstallReconciler{Client: c, APIReader: c, Resources: resources}
 	var err error
 	if rig.ca, err = certs.NewCA("ca", certs.ECDSAP256, time.Hour, time.Now()); err != nil {
 		t.Fatal(err)

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
@@ -32,6 +33,10 @@ type WebhookInstallReconciler struct {
 	// APIReader reads live: CRDs (never cached in full), and objects the
 	// label-selected caches cannot see.
 	APIReader client.Reader
+	// Resources reads and dry-run creates the objects of the CRDs the
+	// verification converts, by the resource each CRD names, with no
+	// discovery (crd_objects.go). SetupWithManager sets it when nil.
+	Resources dynamic.Interface
 	Recorder  events.EventRecorder
 	Clock     clock.PassiveClock
 	// Concurrency is how many installs are reconciled at once (default
