@@ -8,7 +8,6 @@ import (
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1alpha1 "github.com/hookwright/hookwright/api/v1alpha1"
 )
@@ -40,10 +39,4 @@ func TestProbeConversionReadsAndDryRunsAtOnce(t *testing.T) {
 	if !p.converted {
 		t.Fatalf("probe = %+v, want converted through the dry run", p)
 	}
-}
-
-func isDryRunCreate(opts []client.CreateOption) bool {
-	o := &client.CreateOptions{}
-	o.ApplyOptions(opts)
-	return len(o.DryRun) > 0
 }

@@ -253,3 +253,9 @@ func (rig *admissionRig) verifiedStatus(since *metav1.Time) v1alpha1.WebhookInst
 		State: v1alpha1.AdmissionVerified, VerifiedSince: since}}
 	return st
 }
+
+func isDryRunCreate(opts []client.CreateOption) bool {
+	o := &client.CreateOptions{}
+	o.ApplyOptions(opts)
+	return len(o.DryRun) > 0
+}

@@ -16,19 +16,20 @@ import (
 // every group (crd_objects.go).
 var _ = Describe("Verification of a new API group", func() {
 	It("converts through the API server without asking discovery about the group", func(ctx context.Context) {
+		installed := func(ns, crdName string) {
+			serve(ns, "widget-webhook")
+			Expect(k8s.Create(ctx, newInstall(ns, "widgets", "widget-webhook", crdName))).To(Succeed())
+			eventuallyPhase(ctx, ns, "widgets", v1alpha1.PhaseSucceeded, v1alpha1.ReasonSucceeded)
+		}
 		// A first install: whatever discovery a manager does once, it has
 		// done by the time this one is verified.
 		first, _, firstCRD := widgetNamespace(ctx)
-		serve(first, "widget-webhook")
-		Expect(k8s.Create(ctx, newInstall(first, "widgets", "widget-webhook", firstCRD))).To(Succeed())
-		eventuallyPhase(ctx, first, "widgets", v1alpha1.PhaseSucceeded, v1alpha1.ReasonSucceeded)
+		installed(first, firstCRD)
 
 		ns, group, crdName := widgetNamespace(ctx) // a group created after that
 		_, mark, err := cluster.AuditEvents(0)
 		Expect(err).NotTo(HaveOccurred())
-		serve(ns, "widget-webhook")
-		Expect(k8s.Create(ctx, newInstall(ns, "widgets", "widget-webhook", crdName))).To(Succeed())
-		eventuallyPhase(ctx, ns, "widgets", v1alpha1.PhaseSucceeded, v1alpha1.ReasonSucceeded)
+		installed(ns, crdName)
 
 		events, _, err := cluster.AuditEvents(mark)
 		Expect(err).NotTo(HaveOccurred())
