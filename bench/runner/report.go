@@ -50,20 +50,20 @@ type Report struct {
 }
 
 type p1Result struct {
-	N                    int
-	HW, HWApply, CC      []time.Duration // CC: cert-controller's start → first conversion
-	HWWarmup, CCWarmup   time.Duration   // the uncounted first install of each
-	HWFailures           int             // conversions that failed between available and verified
-	Floor                []time.Duration // the physical floor: available → first conversion, the bench pointing the CRD
-	FloorFailures        int
-	FloorThroughNone     int           // dry-runs that succeeded through None before the API server applied the floor's patch
-	CCFailures           int           // conversions that failed from the CRD pointing at the Service to the first success
-	CCSlowest            time.Duration // the longest of those requests
-	WarmupSlowest        string        // the warm-up's slowest operator request
-	WarmupSlowestTime    time.Duration
-	RequestsP50, BusyP50 float64 // operator requests in the window, API server time on them
-	Slowest              string
-	SlowestTimeline      []string
+	N                               int
+	HW, HWApply, CC                 []time.Duration // CC: cert-controller's start → first conversion
+	HWWarmup, CCWarmup              time.Duration   // the uncounted first install of each
+	HWFailures                      int             // conversions that failed between available and verified
+	Floor                           []time.Duration // the physical floor: available → first conversion, the bench pointing the CRD
+	FloorFailures                   int
+	FloorThroughNone                int           // dry-runs that succeeded through None before the API server applied the floor's patch
+	CCFailures                      int           // conversions that failed from the CRD pointing at the Service to the first success
+	CCSlowest                       time.Duration // the longest of those requests
+	WarmupSlowest                   string        // the warm-up's slowest operator request
+	WarmupSlowestTime               time.Duration
+	RequestsP50, BusyP50            float64 // operator requests in the window, API server time on them
+	Median, Slowest                 string  // install (its time)
+	MedianTimeline, SlowestTimeline []string
 }
 
 // profileResult is the operator's CPU profile over P4's largest batch.
@@ -343,8 +343,12 @@ func (r *Report) evidence(w func(string, ...any)) {
 	var notes []string
 	if row, ok := r.Row("P1"); ok && row.Met != "yes" && r.P1 != nil {
 		p := r.P1
-		note := fmt.Sprintf("**P1.** Audit log, per install, between the Deployment seen available and ConversionVerified=True seen: the operator made %.0f requests at the median (the API server spent %s on them). Slowest install: %s; its requests, timed from the Deployment available (audit requestReceivedTimestamp, server time on the request, status):\n",
-			p.RequestsP50, ms(p.BusyP50), p.Slowest)
+		note := fmt.Sprintf("**P1.** Audit log, per install, between the Deployment seen available and ConversionVerified=True seen: the operator made %.0f requests at the median (the API server spent %s on them). The median install, %s, then the slowest, %s; their requests, timed from the Deployment available (audit requestReceivedTimestamp, server time on the request, status):\n",
+			p.RequestsP50, ms(p.BusyP50), p.Median, p.Slowest)
+		for _, line := range p.MedianTimeline {
+			note += "\n    " + line
+		}
+		note += "\n"
 		for _, line := range p.SlowestTimeline {
 			note += "\n    " + line
 		}
