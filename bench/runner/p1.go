@@ -139,6 +139,7 @@ func (b *bench) p1Evidence(mark int, warmup string, windows map[string][2]time.T
 		byTime = append(byTime, ns)
 	}
 	p.RequestsP50, p.BusyP50 = percentile(counts, 50), percentile(busy, 50)
+	p.Split = splitP1(windows, byNS)
 	if len(byTime) == 0 {
 		return nil
 	}
@@ -160,6 +161,49 @@ func (b *bench) p1Evidence(mark int, warmup string, windows map[string][2]time.T
 	p.Median, p.MedianTimeline = timeline(byTime[(len(byTime)-1)/2])
 	p.Slowest, p.SlowestTimeline = timeline(byTime[len(byTime)-1])
 	return nil
+}
+
+// p1Split is where an install's time from its Deployment available to
+// ConversionVerified=True seen goes, each part the median over installs
+// (medians of parts need not add up to the median of the whole).
+type p1Split struct {
+	Installs int           // installs with every mark in their window
+	Reaction time.Duration // available → the operator's CRD patch received
+	Verified time.Duration // that patch received → the last dry run answered: the floor's own path
+	ToStatus time.Duration // → the status write received
+	Status   time.Duration // the status write, at the API server
+	Seen     time.Duration // → the driver's watch saw it
+}
+
+// splitP1 reads the split from each install's requests: its last CRD
+// patch (the conversion), its last dry run (the verification) and its
+// last status write.
+func splitP1(windows map[string][2]time.Time, byNS map[string][]auditEvent) p1Split {
+	var reaction, verified, toStatus, status, seen []float64
+	for ns, w := range windows {
+		var patch, dryRun, write *auditEvent
+		for i := range byNS[ns] {
+			e := &byNS[ns][i]
+			switch {
+			case e.Verb == "patch" && e.ObjectRef.Resource == "customresourcedefinitions":
+				patch = e
+			case e.Verb == "create" && e.dryRun():
+				dryRun = e
+			case e.Verb == "update" && e.resource() == "webhookinstalls/status":
+				write = e
+			}
+		}
+		if patch == nil || dryRun == nil || write == nil || write.Received.Before(dryRun.Completed) {
+			continue
+		}
+		reaction = append(reaction, patch.Received.Sub(w[0]).Seconds())
+		verified = append(verified, dryRun.Completed.Sub(patch.Received).Seconds())
+		toStatus = append(toStatus, write.Received.Sub(dryRun.Completed).Seconds())
+		status = append(status, write.Completed.Sub(write.Received).Seconds())
+		seen = append(seen, w[1].Sub(write.Completed).Seconds())
+	}
+	med := func(v []float64) time.Duration { return time.Duration(percentile(v, 50) * float64(time.Second)) }
+	return p1Split{Installs: len(reaction), Reaction: med(reaction), Verified: med(verified), ToStatus: med(toStatus), Status: med(status), Seen: med(seen)}
 }
 
 // p1Anchor measures cert-controller from its own start: an operator that
