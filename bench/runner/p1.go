@@ -97,7 +97,8 @@ func (b *bench) p1Hookwright(ctx context.Context) error {
 // p1Evidence reads, from the audit log, what the operator asked of the API
 // server between each install's Deployment becoming available and its
 // ConversionVerified=True: how many requests, how long the server spent on
-// them, and the full timeline of the slowest install.
+// them, where the time goes (splitP1), and the full timelines of the
+// median and the slowest install.
 func (b *bench) p1Evidence(mark int, warmup string, windows map[string][2]time.Time) error {
 	events, err := b.audit.since(mark, operatorUser)
 	if err != nil {
