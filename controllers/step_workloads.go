@@ -168,7 +168,12 @@ func (r *WebhookInstallReconciler) ensureServiceAccount(ctx context.Context, s *
 		return err
 	}
 	sa = &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: s.install.Namespace, Name: name, Labels: desired.InstallLabels(s.install)}}
-	if err := r.Client.Create(ctx, sa, client.FieldOwner(desired.FieldManager)); err != nil && !apierrors.IsAlreadyExists(err) {
+	switch err := r.Client.Create(ctx, sa, client.FieldOwner(desired.FieldManager)); {
+	case apierrors.IsAlreadyExists(err):
+		// Made by someone else since the read: not Hookwright's account,
+		// and it may carry permissions the Event would deny.
+		return nil
+	case err != nil:
 		return fmt.Errorf("creating service account %s: %w", name, err)
 	}
 	r.Recorder.Eventf(s.install, sa, corev1.EventTypeNormal, "CreatedServiceAccount", "Create", "Created service account %s without permissions", name)

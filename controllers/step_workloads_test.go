@@ -224,3 +224,50 @@ func rolled(dep *appsv1.Deployment) {
 	dep.Status = appsv1.DeploymentStatus{ObservedGeneration: 1, Replicas: 1, UpdatedReplicas: 1, ReadyReplicas: 1, AvailableReplicas: 1,
 		Conditions: []appsv1.DeploymentCondition{{Type: appsv1.DeploymentAvailable, Status: corev1.ConditionTrue}}}
 }
+
+// ensureServiceAccount tells of the accounts it created, and of no other:
+// one that appeared between its read and its create (another controller,
+// an admin) is not Hookwright's, and may carry permissions the Event's
+// "without permissions" would deny.
+func TestEnsureServiceAccountTellsOnlyItsOwnCreate(t *testing.T) {
+	const ns, account = "team-a", "widget-webhook"
+	for _, tc := range []struct {
+		name       string
+		createdBy  string // "" when the create succeeds
+		wantEvents int
+	}{
+		{name: "created by Hookwright", wantEvents: 1},
+		{name: "created by someone else after the read", createdBy: "an admin", wantEvents: 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			scheme := runtime.NewScheme()
+			if err := corev1.AddToScheme(scheme); err != nil {
+				t.Fatal(err)
+			}
+			c := interceptor.NewClient(fake.NewClientBuilder().WithScheme(scheme).Build(), interceptor.Funcs{
+				Create: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
+					if tc.createdBy != "" {
+						// The account appears after the read, before this create.
+						if err := c.Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: account}}); err != nil {
+							return err
+						}
+					}
+					return c.Create(ctx, obj, opts...)
+				},
+			})
+			recorder := events.NewFakeRecorder(10)
+			r := &WebhookInstallReconciler{Client: c, APIReader: c, Recorder: recorder}
+			install := testfixtures.WidgetInstall(ns, "widgets", "widget-webhook", "widgets.example.com")
+			s := &installState{install: install}
+			if err := r.ensureServiceAccount(context.Background(), s, account); err != nil {
+				t.Fatal(err)
+			}
+			if got := len(recorder.Events); got != tc.wantEvents {
+				t.Errorf("%d Event(s), want %d", got, tc.wantEvents)
+			}
+			if err := c.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: account}, &corev1.ServiceAccount{}); err != nil {
+				t.Errorf("the account is missing after the step: %v", err)
+			}
+		})
+	}
+}
