@@ -43,6 +43,9 @@ type stormResult struct {
 	// certificate moved to the new CA), PromotedP50 after how long.
 	Promoted    int
 	PromotedP50 float64
+	// Probes: the trust probes the rotations ran, and spared (operator
+	// metrics), each probe two writes of a probe CRD and their loads.
+	Probes *probeCounts
 }
 
 // storm rotates the CA of every install of P4's largest batch at once and
@@ -148,6 +151,8 @@ func (b *bench) storm(ctx context.Context) error {
 	}
 	if m1, err := b.operator.metrics(); err == nil && metricsErr == nil {
 		res.Reconciles, res.ReconcileMean, res.QueueWaitMean = workqueueDelta(m0, m1)
+		probes := probeDelta(m0, m1)
+		res.Probes = &probes
 	}
 	res.Reads, res.Failed = reads.Load(), failed.Load()
 	var perInstall []float64
@@ -197,6 +202,9 @@ func (r *stormResult) timeNote() string {
 	}
 	note := fmt.Sprintf("**Rotation storm.** Of %d installs, %d had reached the rotation's midpoint (serving certificate moved to the new CA) when the wait ended, after %s at p50, and %s. %d reconciles over the storm (%.1f per install) took %s each on average, and queued items waited %s on average in the workqueue; the operator's %d writes came at %.0f per second.",
 		r.Installs, r.Promoted, secs(r.PromotedP50), completed, int(r.Reconciles), r.Reconciles/float64(max(r.Installs, 1)), ms(r.ReconcileMean), ms(r.QueueWaitMean), r.Writes, float64(r.Writes)/max(r.Seconds, 1))
+	if r.Probes != nil {
+		note += " The rotations' gates ran " + r.Probes.describe() + " (a probe holds one of the operator's probe CRDs while the API server loads two writes to it)."
+	}
 	if r.APIServer != nil {
 		note += "\n\n" + apiServerNote(r.APIServer, "Rotation storm", fmt.Sprintf("the storm of %d installs", r.Installs))
 	}
