@@ -140,20 +140,36 @@ func (r *WebhookInstallReconciler) ensureService(ctx context.Context, s *install
 }
 
 // serviceAccountSettled: the cached Deployment is the one this pass
-// applies, and every replica of it runs, so no pod waits to be created
-// under its ServiceAccount and the live read of that account (it is not
-// cached) is skipped: an idle resync reads one object less per
-// Deployment, and a new install's pass that points its CRDs at the
-// webhook one round trip sooner. A ServiceAccount deleted later is
+// applies, and every pod of its template exists, so no pod waits to be
+// created under its ServiceAccount and the live read of that account (it
+// is not cached) is skipped. A pod exists only if the API server admitted
+// it, which it does not while its ServiceAccount is missing; the pods
+// need not be ready, so a new install's pass that points its CRDs at the
+// webhook, often woken by the status update just before the Deployment
+// turns available, does so one round trip sooner, and an idle resync reads
+// one object less per Deployment. A ServiceAccount deleted later is
 // missed only until a pod has to be made again: the ReplicaSet cannot
-// make it, the Deployment stops being fully rolled out, its status
-// update wakes the install, and that pass creates the account again.
+// make it, the Deployment's status says so, its update wakes the install,
+// and that pass creates the account again.
 func (r *WebhookInstallReconciler) serviceAccountSettled(ctx context.Context, want *appsv1.Deployment) bool {
 	have := &appsv1.Deployment{}
 	if err := r.Client.Get(ctx, client.ObjectKeyFromObject(want), have); err != nil {
 		return false
 	}
-	return have.Annotations[desired.AnnotationSpecHash] == want.Annotations[desired.AnnotationSpecHash] && fullyRolledOut(have)
+	return have.Annotations[desired.AnnotationSpecHash] == want.Annotations[desired.AnnotationSpecHash] && podsMade(have)
+}
+
+// podsMade: the current spec observed, a pod of its template exists for
+// every replica, and the deployment controller reports no pod it failed
+// to create.
+func podsMade(dep *appsv1.Deployment) bool {
+	st := dep.Status
+	for _, c := range st.Conditions {
+		if c.Type == appsv1.DeploymentReplicaFailure && c.Status == corev1.ConditionTrue {
+			return false
+		}
+	}
+	return st.ObservedGeneration >= dep.Generation && st.UpdatedReplicas >= replicas(dep)
 }
 
 // ensureServiceAccount creates a missing ServiceAccount bare: Hookwright

@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/events"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
@@ -113,10 +114,14 @@ func TestWorkloadsStepSeesTheRolloutFinish(t *testing.T) {
 
 // The ServiceAccount is not cached, so checking it costs a live read. A
 // pass reads it only while a pod of the Deployment may still have to be
-// made under it; once every replica of the applied Deployment runs, an
-// idle resync skips the read. A deleted account is made again as soon as
-// the Deployment stops being fully rolled out (a pod the ReplicaSet could
-// not recreate), whose status update wakes the install.
+// made under it; once a pod of the applied template exists for every
+// replica (ready or not: the API server admitted it, so the account
+// existed), the read is skipped: an idle resync reads one object less,
+// and a new install's pass that runs just before its Deployment turns
+// available points the CRD at the webhook one round trip sooner. A
+// deleted account is made again as soon as the Deployment reports a pod
+// the ReplicaSet could not recreate, whose status update wakes the
+// install.
 func TestServiceAccountReadOnlyWhilePodsMayBeMade(t *testing.T) {
 	const ns, deployment, account = "team-a", "widget-webhook", "widget-webhook"
 	now := time.Now()
@@ -142,6 +147,25 @@ func TestServiceAccountReadOnlyWhilePodsMayBeMade(t *testing.T) {
 		{name: "no Deployment yet: the account is made first", wantReads: 1, wantCreate: true},
 		{name: "the applied Deployment runs every replica: no read", accountSet: true,
 			deployment: func(dep *appsv1.Deployment) *appsv1.Deployment { rolled(dep); return dep }},
+		{name: "every pod made, none ready yet: no read", accountSet: true,
+			deployment: func(dep *appsv1.Deployment) *appsv1.Deployment {
+				rolled(dep)
+				dep.Status.AvailableReplicas, dep.Status.ReadyReplicas = 0, 0
+				dep.Status.Conditions = []appsv1.DeploymentCondition{{Type: appsv1.DeploymentAvailable, Status: corev1.ConditionFalse, Reason: "MinimumReplicasUnavailable"}}
+				return dep
+			}},
+		{name: "a pod of the template not made yet: the account is read", accountSet: true, wantReads: 1,
+			deployment: func(dep *appsv1.Deployment) *appsv1.Deployment {
+				rolled(dep)
+				dep.Spec.Replicas = ptr.To[int32](2)
+				return dep
+			}},
+		{name: "the applied spec not observed yet: the account is read", accountSet: true, wantReads: 1,
+			deployment: func(dep *appsv1.Deployment) *appsv1.Deployment {
+				rolled(dep)
+				dep.Generation = 2
+				return dep
+			}},
 		{name: "deleted account, every replica still runs: no read yet", accountSet: false,
 			deployment: func(dep *appsv1.Deployment) *appsv1.Deployment { rolled(dep); return dep }},
 		{name: "deleted account, a pod could not be made: made again", wantReads: 1, wantCreate: true,
