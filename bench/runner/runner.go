@@ -74,6 +74,10 @@ type Options struct {
 	// these ("P4", "Migration", "cert", "kit"...), to investigate one
 	// measure; later phases that need an earlier one's installs fail.
 	Phases []string
+	// KeepWork keeps the run's folder (the operator's logs, and the API
+	// server's audit log copied there before the control plane stops) to
+	// trace one install's requests after the run.
+	KeepWork bool
 }
 
 // runs reports whether the options select the phase.
@@ -219,7 +223,11 @@ func (b *bench) run(ctx context.Context) (retErr error) {
 	if b.work, err = os.MkdirTemp("", "hw-bench-"); err != nil {
 		return err
 	}
-	defer func() { _ = os.RemoveAll(b.work) }()
+	defer func() {
+		if !b.opts.KeepWork {
+			_ = os.RemoveAll(b.work)
+		}
+	}()
 
 	b.report.Commit = gitDescribe(b.root)
 	b.logf("building the operator and the cert-controller anchor")
@@ -268,6 +276,9 @@ func (b *bench) run(ctx context.Context) (retErr error) {
 		b.operator.stop()
 		if b.observer != nil {
 			b.observer.stop()
+		}
+		if b.opts.KeepWork {
+			b.keepAuditLog()
 		}
 		if err := b.cluster.Stop(); err != nil && retErr == nil {
 			retErr = err
@@ -460,4 +471,15 @@ func repoRoot(root string) (string, error) {
 			return "", fmt.Errorf("no hookwright module above %s", dir)
 		}
 	}
+}
+
+// keepAuditLog copies the API server's audit log into the run's folder,
+// which KeepWork keeps, and says where.
+func (b *bench) keepAuditLog() {
+	kept := filepath.Join(b.work, "audit.log")
+	if err := exec.Command("cp", b.cluster.AuditLogPath, kept).Run(); err != nil {
+		b.logf("keeping the audit log: %v", err)
+		return
+	}
+	b.logf("kept the run's folder %s (audit.log, operator logs)", b.work)
 }

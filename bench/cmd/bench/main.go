@@ -39,6 +39,7 @@ func main() {
 	p5Secrets := flag.Int("p5-secrets", 0, "override: foreign Secrets in P5")
 	p5CRDs := flag.Int("p5-crds", 0, "override: large foreign CRDs in P5")
 	phases := flag.String("phases", "", "comma-separated phase name prefixes to run alone (e.g. P4,cert); default: all")
+	keepWork := flag.Bool("keep-work", false, "keep the run's folder, with the API server's audit log and the operator's logs, for tracing requests")
 	flag.Parse()
 	var sizes []int
 	for _, f := range splitList(*p4) {
@@ -54,7 +55,7 @@ func main() {
 	report, err := runner.Run(ctx, runner.Options{
 		Smoke: *smoke, OperatorBin: *operator, AnchorBin: *anchor, Budget: *budget, Log: os.Stderr,
 		P1: *p1, P4: sizes, P5Secrets: *p5Secrets, P5CRDs: *p5CRDs, ProfileDir: profileDir(*out),
-		Phases: splitList(*phases),
+		Phases: splitList(*phases), KeepWork: *keepWork,
 	})
 	if report != nil {
 		md := report.Markdown()
