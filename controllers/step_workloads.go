@@ -144,10 +144,9 @@ func (r *WebhookInstallReconciler) ensureService(ctx context.Context, s *install
 // created under its ServiceAccount and the live read of that account (it
 // is not cached) is skipped. A pod exists only if the API server admitted
 // it, which it does not while its ServiceAccount is missing; the pods
-// need not be ready, so a new install's pass that points its CRDs at the
-// webhook, often woken by the status update just before the Deployment
-// turns available, does so one round trip sooner, and an idle resync reads
-// one object less per Deployment. A ServiceAccount deleted later is
+// need not be ready, so the passes between a pod's creation and its
+// readiness (minutes of image pulls on a real node) skip the read too, as
+// does an idle resync, one object less per Deployment. A ServiceAccount deleted later is
 // missed only until a pod has to be made again: the ReplicaSet cannot
 // make it, the Deployment's status says so, its update wakes the install,
 // and that pass creates the account again.

@@ -117,8 +117,7 @@ func TestWorkloadsStepSeesTheRolloutFinish(t *testing.T) {
 // made under it; once a pod of the applied template exists for every
 // replica (ready or not: the API server admitted it, so the account
 // existed), the read is skipped: an idle resync reads one object less,
-// and a new install's pass that runs just before its Deployment turns
-// available points the CRD at the webhook one round trip sooner. A
+// and so does every pass while the pods get ready. A
 // deleted account is made again as soon as the Deployment reports a pod
 // the ReplicaSet could not recreate, whose status update wakes the
 // install.
