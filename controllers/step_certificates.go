@@ -74,9 +74,12 @@ func (r *WebhookInstallReconciler) ensureCertificates(ctx context.Context, s *in
 		if err != nil {
 			return err
 		}
-		if writes(action) {
+		if writes(action) || o.Active == nil || o.Serving == nil {
 			// Cached reads may lag Hookwright's own last writes; acting on
-			// them could issue twice. Writes are decided on live reads only.
+			// them could issue twice. Writes are decided on live reads only,
+			// and so is a Secret the cache lacks: the cache holds only
+			// Hookwright's, so the live read is where one of someone else's
+			// by that name is found (readSecret).
 			fresh, stale, err := r.freshInstall(ctx, s)
 			if err != nil || stale {
 				s.stop(v1alpha1.PhaseInstalling, v1alpha1.ReasonInProgress, "waiting for the cache to catch up with the last write")
@@ -328,12 +331,18 @@ func (r *WebhookInstallReconciler) certificateFailed(s *installState, service st
 // label-selected cache, or live); a missing Secret is returned as nil. A
 // Secret of the install this one replaces is adopted first, so its CA
 // keeps being trusted across the upgrade.
+//
+// A Secret missing from the cache needs no live look of its own here:
+// ensureCertificates reads the Service's Secrets again live whenever one
+// is missing, and that read refuses a Secret of someone else's by the
+// name (the label check below). A first issuance thus reads each Secret
+// live once, not three times.
 func (r *WebhookInstallReconciler) readSecret(ctx context.Context, s *installState, reader client.Reader, name string) (*corev1.Secret, error) {
 	namespace := s.install.Namespace
 	secret := &corev1.Secret{}
 	err := reader.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, secret)
 	if apierrors.IsNotFound(err) {
-		return nil, r.refuseForeign(ctx, &corev1.Secret{}, namespace, name)
+		return nil, nil
 	}
 	if err != nil {
 		return nil, fmt.Errorf("reading secret %s/%s: %w", namespace, name, err)
