@@ -294,6 +294,9 @@ func (b *bench) p4Rows() {
 		Anchor:     "—",
 		Met:        metText(!largest.TimedOut && perInstall <= writesPerInstallGoal),
 	})
+	if row, ok := b.report.P4Floor.row(first); ok {
+		b.report.setRow(row)
+	}
 }
 
 // writesPerInstallGoal is the API writes an install may take to converge.

@@ -15,7 +15,7 @@ type Row struct {
 }
 
 // RowIDs are the rows every complete run has, in table order.
-var RowIDs = []string{"P1", "P2", "P3", "P4", "P4 fit", "P4 writes", "P5 idle", "P5 loaded", "P5 vs anchor", "P5 limit", "Cert ECDSA-P256", "Cert ECDSA-P384", "Cert RSA-2048", "P6", "Storm", "Migration"}
+var RowIDs = []string{"P1", "P2", "P3", "P4", "P4 fit", "P4 writes", "P4 floor", "P5 idle", "P5 loaded", "P5 vs anchor", "P5 limit", "Cert ECDSA-P256", "Cert ECDSA-P384", "Cert RSA-2048", "P6", "Storm", "Migration"}
 
 // Report is a run's results.
 type Report struct {
@@ -39,6 +39,7 @@ type Report struct {
 	P3               *p3Result
 	Migration        *migrationResult
 	P4               *p4Result
+	P4Floor          *p4FloorResult
 	Storm            *stormResult
 	P5               *p5Result
 	MemoryLimit      *memoryLimitResult
@@ -290,6 +291,10 @@ func (r *Report) details(w func(string, ...any)) {
 			w("The operator ran %0.f concurrent reconcile(s) (controller_runtime_max_concurrent_reconciles).", p.Sizes[0].Concurrency)
 		}
 		w("")
+		if f := r.P4Floor; f != nil {
+			w("%s", f.describe())
+			w("")
+		}
 	}
 	if p := r.Storm; p != nil {
 		w("%s", p.describe())

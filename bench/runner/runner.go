@@ -329,6 +329,7 @@ func (b *bench) run(ctx context.Context) (retErr error) {
 		{"P1 cert-controller", b.p1Anchor},
 		{"P2", b.p2},
 		{"Migration", b.migration},
+		{"P4 floor", b.p4Floor},
 		{"P4", b.p4},
 		{"P3", b.p3},
 		{"P5", b.p5},
