@@ -42,17 +42,11 @@ func (b *bench) p1Floor(ctx context.Context) error {
 		if err := b.namespace(ctx, ns); err != nil {
 			return err
 		}
-		ca, err := certs.NewCA("floor-ca", certs.ECDSAP256, 24*time.Hour, time.Now())
+		secret, bundle, err := floorCertificates(ns)
 		if err != nil {
 			return err
 		}
-		serving, err := ca.IssueServing(certs.ServiceDNSNames(webhookService, ns), certs.ECDSAP256, 24*time.Hour, time.Now())
-		if err != nil {
-			return err
-		}
-		bundles[i] = certs.Bundle(ca.Cert)
-		secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: anchorSecret},
-			Data: map[string][]byte{"tls.crt": serving.CertPEM, "tls.key": serving.KeyPEM}}
+		bundles[i] = bundle
 		if err := b.c.Create(ctx, secret); err != nil {
 			return err
 		}
@@ -202,4 +196,21 @@ func (p *prober) firstSuccess(deadline time.Time) (time.Time, int, error) {
 	}
 	failed := p.stop()
 	return time.Time{}, failed, fmt.Errorf("no conversion through the webhook within 30 s (%d failed; last: %v)", failed, p.last)
+}
+
+// floorCertificates are a floor install's certificates, made before its
+// clock starts: the serving Secret the webhook Deployment mounts, and the
+// caBundle that trusts it.
+func floorCertificates(ns string) (*corev1.Secret, []byte, error) {
+	ca, err := certs.NewCA("floor-ca", certs.ECDSAP256, 24*time.Hour, time.Now())
+	if err != nil {
+		return nil, nil, err
+	}
+	serving, err := ca.IssueServing(certs.ServiceDNSNames(webhookService, ns), certs.ECDSAP256, 24*time.Hour, time.Now())
+	if err != nil {
+		return nil, nil, err
+	}
+	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: anchorSecret},
+		Data: map[string][]byte{"tls.crt": serving.CertPEM, "tls.key": serving.KeyPEM}}
+	return secret, certs.Bundle(ca.Cert), nil
 }

@@ -9,11 +9,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-
-	"github.com/hookwright/hookwright/certs"
 )
 
 // p4FloorResult is P4's physical floor at its first size: the same N
@@ -212,18 +209,9 @@ func (b *bench) prepareFloorInstall(ctx context.Context, ns string, served *serv
 		}
 		in.crds = append(in.crds, crd)
 	}
-	ca, err := certs.NewCA("floor-ca", certs.ECDSAP256, 24*time.Hour, time.Now())
-	if err != nil {
-		return nil, err
-	}
-	serving, err := ca.IssueServing(certs.ServiceDNSNames(webhookService, ns), certs.ECDSAP256, 24*time.Hour, time.Now())
-	if err != nil {
-		return nil, err
-	}
-	in.caCert = certs.Bundle(ca.Cert)
-	in.secret = &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: anchorSecret},
-		Data: map[string][]byte{"tls.crt": serving.CertPEM, "tls.key": serving.KeyPEM}}
-	return in, nil
+	var err error
+	in.secret, in.caCert, err = floorCertificates(ns)
+	return in, err
 }
 
 // floorWrite is an install's first step: its Secret, Service and
