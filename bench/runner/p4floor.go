@@ -49,7 +49,7 @@ type floorInstall struct {
 // no check that an operator owes its users.
 func (b *bench) p4Floor(ctx context.Context) error {
 	n := b.sz.p4[0]
-	workers, err := b.operatorWorkers()
+	workers, err := b.operatorWorkers(ctx)
 	if err != nil {
 		return err
 	}
@@ -254,17 +254,32 @@ func (b *bench) floorConvert(ctx context.Context, in *floorInstall, served *serv
 	return last, failed, nil
 }
 
+// operatorWorkersWait bounds the wait for the operator's controller to
+// start: a partial run (--phases "P4") reaches the floor seconds after
+// the operator started, before it won its lease and started its workers,
+// and the gauge appears only then.
+const operatorWorkersWait = time.Minute
+
 // operatorWorkers is the operator's reconcile workers, from its metrics.
-func (b *bench) operatorWorkers() (int, error) {
-	m, err := b.operator.metrics()
-	if err != nil {
-		return 0, err
+func (b *bench) operatorWorkers(ctx context.Context) (int, error) {
+	deadline := time.Now().Add(operatorWorkersWait)
+	for {
+		m, err := b.operator.metrics()
+		if err != nil {
+			return 0, err
+		}
+		if workers := int(m.sum("controller_runtime_max_concurrent_reconciles", "controller", reconcilerName)); workers > 0 {
+			return workers, nil
+		}
+		if time.Now().After(deadline) {
+			return 0, fmt.Errorf("the operator's metrics named no reconcile workers (controller_runtime_max_concurrent_reconciles) within %s of the floor's start", operatorWorkersWait)
+		}
+		select {
+		case <-ctx.Done():
+			return 0, ctx.Err()
+		case <-time.After(time.Second):
+		}
 	}
-	workers := int(m.sum("controller_runtime_max_concurrent_reconciles", "controller", reconcilerName))
-	if workers < 1 {
-		return 0, fmt.Errorf("the operator's metrics name no reconcile workers (controller_runtime_max_concurrent_reconciles)")
-	}
-	return workers, nil
 }
 
 // row compares Hookwright's batch of the floor's size with the floor;
