@@ -268,7 +268,7 @@ func (r *WebhookInstallReconciler) trustedBehindBarrier(ctx context.Context, s *
 		if version == "" {
 			return trustResult{}, false
 		}
-		p := r.probeConversion(ctx, s.install, c.crd, version)
+		p := r.reprobeConversion(ctx, s.install, c.crd, version, "")
 		verificationsTotal.WithLabelValues(p.result()).Inc()
 		if !p.trusted {
 			return trustResult{}, false

@@ -123,7 +123,12 @@ func (r *WebhookInstallReconciler) verifyConversion(ctx context.Context, s *inst
 			c.state, c.trusted, c.message = v1alpha1.ConversionVerified, true, "one served version: nothing to convert yet"
 			continue
 		}
-		p := r.probeConversion(ctx, s.install, c.crd, version)
+		var p probe
+		if !confirm && !retargeted && verifiedThroughRotation(s, c) {
+			p = r.reprobeConversion(ctx, s.install, c.crd, version, previousMessage(s.install, c.name))
+		} else {
+			p = r.probeConversion(ctx, s.install, c.crd, version)
+		}
 		verificationsTotal.WithLabelValues(p.result()).Inc()
 		c.trusted, c.message = p.trusted, p.message
 		switch {
@@ -171,6 +176,15 @@ func rotationRewrite(s *installState, c *crdState) bool {
 		}
 	}
 	return s.install.Status.ObservedGeneration == s.install.Generation && verifiedBefore(s.install, c.name)
+}
+
+// verifiedThroughRotation: the status says verified for this generation,
+// and what stillVerified would trust is in question only because a CA
+// rotation of the CRD's Service is under way. The rotation changes
+// certificates and caBundles, not the webhook's image nor the stored
+// objects, so the pass verifies trust, with reprobeConversion.
+func verifiedThroughRotation(s *installState, c *crdState) bool {
+	return rotating(s, c.webhook.Service) && s.install.Status.ObservedGeneration == s.install.Generation && verifiedBefore(s.install, c.name)
 }
 
 // stillVerified: the status says verified for this generation and CA, and
@@ -222,7 +236,7 @@ func answeredBefore(install *v1alpha1.WebhookInstall, crd string) (string, strin
 // trust is proven, and one object the webhook cannot convert must not
 // stall a rotation. A rotation gate that needs more reads probeConversion.
 func (r *WebhookInstallReconciler) convertThroughAPIServer(ctx context.Context, install *v1alpha1.WebhookInstall, crd *apiextensionsv1.CustomResourceDefinition, version string) (bool, string, error) {
-	p := r.probeConversion(ctx, install, crd, version)
+	p := r.reprobeConversion(ctx, install, crd, version, "")
 	switch {
 	case p.forbidden != nil:
 		return false, "", p.forbidden
@@ -247,14 +261,7 @@ func (r *WebhookInstallReconciler) convertThroughAPIServer(ctx context.Context, 
 func (r *WebhookInstallReconciler) probeConversion(ctx context.Context, install *v1alpha1.WebhookInstall, crd *apiextensionsv1.CustomResourceDefinition, version string) probe {
 	stored := make(chan storedRead, 1)
 	go func() { stored <- r.readStored(ctx, install, crd, version) }()
-	obj := &unstructured.Unstructured{}
-	obj.SetAPIVersion(crd.Spec.Group + "/" + version)
-	obj.SetKind(crd.Spec.Names.Kind)
-	obj.SetGenerateName("hookwright-verify-")
-	if crd.Spec.Scope == apiextensionsv1.NamespaceScoped {
-		obj.SetNamespace(install.Namespace)
-	}
-	_, err := r.crdObjects(crd, version, install.Namespace).Create(ctx, obj, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+	err := r.dryRunAt(ctx, install, crd, version)
 	sr := <-stored
 	if sr.failed != nil {
 		return *sr.failed
@@ -285,6 +292,46 @@ func (r *WebhookInstallReconciler) probeConversion(ctx context.Context, install 
 		return probe{message: fmt.Sprintf("no %s exist yet and a dry-run object was rejected before conversion (%v); verification runs again on the next change", crd.Spec.Names.Plural, err)}
 	}
 	return failedProbe(ctx, install, crd, version, err, true)
+}
+
+// reprobeConversion is probeConversion where only trust is in question:
+// a CA rotation's gates, and the passes of a rotation of a configuration
+// verified for this spec (verifiedThroughRotation). A dry run that
+// converts proves that the API server reached the webhook and trusted it
+// through the caBundle; the read of a stored object would add what the
+// webhook does with stored objects, which a rotation does not change. So
+// the read follows only when the dry run did not convert (an object the
+// schema rejects before conversion, an error): probeConversion then says
+// what it can. verified is the message of a conversion proven by the dry
+// run alone: the last full verification's, which stands ("" for a dry
+// run's own).
+//
+// Before, each such pass also read twice per CRD (in the install's
+// namespace, then anywhere): in a storm of 300 CA rotations of two CRDs
+// each, 14 reads per rotation, and 70.5 requests per rotation in all
+// against 58.7 without them.
+func (r *WebhookInstallReconciler) reprobeConversion(ctx context.Context, install *v1alpha1.WebhookInstall, crd *apiextensionsv1.CustomResourceDefinition, version, verified string) probe {
+	if r.dryRunAt(ctx, install, crd, version) != nil {
+		return r.probeConversion(ctx, install, crd, version)
+	}
+	if verified == "" {
+		verified = fmt.Sprintf("dry-run created an object at %s through the webhook", version)
+	}
+	return probe{converted: true, trusted: true, message: verified}
+}
+
+// dryRunAt dry-run creates an empty object at version, which the API
+// server converts to the storage version through the webhook.
+func (r *WebhookInstallReconciler) dryRunAt(ctx context.Context, install *v1alpha1.WebhookInstall, crd *apiextensionsv1.CustomResourceDefinition, version string) error {
+	obj := &unstructured.Unstructured{}
+	obj.SetAPIVersion(crd.Spec.Group + "/" + version)
+	obj.SetKind(crd.Spec.Names.Kind)
+	obj.SetGenerateName("hookwright-verify-")
+	if crd.Spec.Scope == apiextensionsv1.NamespaceScoped {
+		obj.SetNamespace(install.Namespace)
+	}
+	_, err := r.crdObjects(crd, version, install.Namespace).Create(ctx, obj, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+	return err
 }
 
 // crdResource names crd's resource as RBAC does: <plural>.<group>.

@@ -72,12 +72,13 @@ const rigCRD = "widgets.example.com"
 // conversionRig is a reconciler whose API server holds one CRD served at
 // v1 (storage) and v2, and no stored object: each verification dry-run
 // creates a v2 object, and answer(n) is the API server's answer to the
-// n-th (from 1).
+// n-th (from 1); lists counts the reads of stored objects.
 type conversionRig struct {
 	r       *WebhookInstallReconciler
 	crd     *apiextensionsv1.CustomResourceDefinition
 	ca      *certs.CA
 	dryRuns int
+	lists   int // reads of stored objects
 	// bundleOnly: a pass's write changes only the caBundle.
 	bundleOnly bool
 }
@@ -111,7 +112,10 @@ func newConversionRig(t *testing.T, answer func(n int) error) *conversionRig {
 	resources := probeAnswers(rig.crd, func() error {
 		rig.dryRuns++
 		return answer(rig.dryRuns)
-	}, func() error { return nil /* no stored object */ })
+	}, func() error {
+		rig.lists++
+		return nil // no stored object
+	})
 	rig.r = &WebhookInstallReconciler{Client: c, APIReader: c, Resources: resources}
 	var err error
 	if rig.ca, err = certs.NewCA("ca", certs.ECDSAP256, time.Hour, time.Now()); err != nil {
@@ -124,7 +128,18 @@ func newConversionRig(t *testing.T, answer func(n int) error) *conversionRig {
 // status is status; written: the pass wrote the CRD's conversion.
 func (rig *conversionRig) pass(t *testing.T, status v1alpha1.WebhookInstallStatus, written bool, now time.Time) (*installState, *crdState) {
 	t.Helper()
-	install := rigInstall(status)
+	return rig.passWriting(t, rigInstall(status), written, now)
+}
+
+// passOn runs the verification step of a pass that wrote nothing at now,
+// on install.
+func (rig *conversionRig) passOn(t *testing.T, install *v1alpha1.WebhookInstall, now time.Time) (*installState, *crdState) {
+	t.Helper()
+	return rig.passWriting(t, install, false, now)
+}
+
+func (rig *conversionRig) passWriting(t *testing.T, install *v1alpha1.WebhookInstall, written bool, now time.Time) (*installState, *crdState) {
+	t.Helper()
 	cs := &crdState{name: rigCRD, webhook: desired.Webhook{Service: "svc"}, crd: rig.crd.DeepCopy(), written: written, bundleOnly: written && rig.bundleOnly}
 	if written {
 		cs.writtenVersion = "12"
