@@ -84,7 +84,8 @@ func (p probe) result() string {
 // verifyConversion proves, through the API server, that it converts
 // through the webhook with the caBundle Hookwright wrote: it reads an
 // object at a served version other than the storage version (or, when no
-// object exists, dry-run creates one at that version). It runs only when
+// object exists, dry-run creates one at that version); a rotation's
+// passes prove trust with a dry run alone (reprobeConversion). It runs only when
 // something changed since the last verification, or when the last one
 // failed: an idle resync of a verified install reads and writes nothing.
 func (r *WebhookInstallReconciler) verifyConversion(ctx context.Context, s *installState) error {
