@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"strings"
 	"time"
 
@@ -24,6 +25,7 @@ import (
 	"github.com/hookwright/hookwright/controllers"
 	"github.com/hookwright/hookwright/internal/audit"
 	"github.com/hookwright/hookwright/internal/importcsv"
+	"github.com/hookwright/hookwright/internal/memlimit"
 	"github.com/hookwright/hookwright/pkg/conversion/verify"
 )
 
@@ -76,6 +78,10 @@ func main() {
 	opts.BindFlags(flag.CommandLine)
 	flag.Parse()
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&opts)))
+	if err := applySoftMemoryLimit(); err != nil {
+		fmt.Fprintln(os.Stderr, "hookwright:", err)
+		os.Exit(1)
+	}
 
 	authority.Namespace, authority.ServiceAccount = ownIdentity()
 	migration.InTree = &inTree
@@ -134,6 +140,19 @@ func run(metrics metricsserver.Options, probeAddr, pprofAddr string, leaderElect
 	}
 	ctrl.Log.Info("Starting Hookwright", "leaderElection", leaderElection, "namespace", authority.Namespace, "serviceAccount", authority.ServiceAccount)
 	return mgr.Start(ctrl.SetupSignalHandler())
+}
+
+// applySoftMemoryLimit sets the Go runtime's soft memory limit to 90% of
+// the container's, which the manager's Deployment passes in
+// HOOKWRIGHT_MEMORY_LIMIT (internal/memlimit says why).
+func applySoftMemoryLimit() error {
+	limit, set, err := memlimit.FromEnv(os.Getenv)
+	if err != nil || !set {
+		return err
+	}
+	debug.SetMemoryLimit(limit)
+	ctrl.Log.Info("Soft memory limit set", "limitBytes", limit, "containerLimit", os.Getenv(memlimit.EnvVar))
+	return nil
 }
 
 // metricsServer serves metrics over HTTPS (a self-signed certificate that

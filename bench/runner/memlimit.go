@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	v1alpha1 "github.com/hookwright/hookwright/api/v1alpha1"
+	"github.com/hookwright/hookwright/internal/memlimit"
 )
 
 // The P5 limit measure: the operator's peak RSS against the memory limit
@@ -186,6 +187,9 @@ func (m *memoryLimitResult) note() string {
 	}
 	if per := m.perInstall(); per > 0 {
 		note += fmt.Sprintf(" At the measured %.0f KiB of idle Go heap per install, 3,000 installs would hold about %s of heap idle; the peak, a burst's, is not extrapolated.", per/1024, mib(m.StartHeap+int64(per*3000)))
+	}
+	if m.Limit > 0 {
+		note += fmt.Sprintf(" The operator's soft memory limit (%d%% of the shipped limit: %s) makes the collector reclaim a burst's garbage before the heap passes it, so what has to fit at 3,000 installs is what a burst holds live, not the garbage a collector paced by GOGC alone lets pile up; it does not make room for more live memory than that.", memlimit.SharePercent, mib(memlimit.Soft(m.Limit)))
 	}
 	return note
 }

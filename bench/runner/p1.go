@@ -310,7 +310,7 @@ func (b *bench) startAnchor(name string, webhooks []anchorWebhook) (*process, er
 	if err := os.WriteFile(config, raw, 0o600); err != nil {
 		return nil, err
 	}
-	cc, err := startProcess("cert-controller", b.ccBin, b.ccKube, filepath.Join(b.work, "cc-"+name+".log"), "--config="+config)
+	cc, err := startProcess("cert-controller", b.ccBin, b.ccKube, filepath.Join(b.work, "cc-"+name+".log"), nil, "--config="+config)
 	if err != nil {
 		return nil, err
 	}

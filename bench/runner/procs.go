@@ -64,8 +64,9 @@ type process struct {
 	logFile     *os.File
 }
 
-// startProcess runs bin with args (plus the metrics flag) under kubeconfig.
-func startProcess(name, bin, kubeconfig, logPath string, args ...string) (*process, error) {
+// startProcess runs bin with args (plus the metrics flag) under kubeconfig,
+// with env added to the bench's own environment.
+func startProcess(name, bin, kubeconfig, logPath string, env []string, args ...string) (*process, error) {
 	port, err := freePort()
 	if err != nil {
 		return nil, err
@@ -76,7 +77,7 @@ func startProcess(name, bin, kubeconfig, logPath string, args ...string) (*proce
 	}
 	p := &process{name: name, done: make(chan struct{}), metricsAddr: fmt.Sprintf("127.0.0.1:%d", port), logFile: logFile}
 	p.cmd = exec.Command(bin, append(args, "--metrics-bind-address="+p.metricsAddr)...)
-	p.cmd.Env = append(os.Environ(), "KUBECONFIG="+kubeconfig)
+	p.cmd.Env = append(append(os.Environ(), env...), "KUBECONFIG="+kubeconfig)
 	p.cmd.Stdout, p.cmd.Stderr = logFile, logFile
 	if err := p.cmd.Start(); err != nil {
 		_ = logFile.Close()

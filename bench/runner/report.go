@@ -7,6 +7,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/hookwright/hookwright/internal/memlimit"
 )
 
 // Row is one line of the results table.
@@ -312,7 +314,7 @@ func (r *Report) details(w func(string, ...any)) {
 		w("")
 	}
 	if m := r.MemoryLimit; m != nil {
-		w("**P5 limit.** Every operator process the run starts has its VmHWM read after each phase and before it is stopped (the first process lives through P1 and P4's bursts, one through P3's resyncs, the last through P5 and the storm); the highest is the peak. The limit is the manager container's `resources.limits.memory` in `%s`, as shipped. Heap per install: Go heap in use (go_memstats_heap_inuse_bytes) just after the first start, with no install, and idle in P5 with %d installs, a slope between two points.", shippedManifest, m.IdleInstalls)
+		w("**P5 limit.** Every operator process the run starts has its VmHWM read after each phase and before it is stopped (the first process lives through P1 and P4's bursts, one through P3's resyncs, the last through P5 and the storm); the highest is the peak. The limit is the manager container's `resources.limits.memory` in `%s`, as shipped; every operator process is given it in %s, as the manifest gives it, and so runs with the Go runtime's soft memory limit at %d%% of it, collecting more often as its heap nears that (a peak below the soft limit is what the collector paced by GOGC alone would reach). Heap per install: Go heap in use (go_memstats_heap_inuse_bytes) just after the first start, with no install, and idle in P5 with %d installs, a slope between two points.", shippedManifest, memlimit.EnvVar, memlimit.SharePercent, m.IdleInstalls)
 		w("")
 	}
 	if len(r.CertBench) > 0 {

@@ -32,6 +32,7 @@ import (
 
 	"github.com/hookwright/hookwright/controllers/guard"
 	"github.com/hookwright/hookwright/internal/harness"
+	"github.com/hookwright/hookwright/internal/memlimit"
 	"github.com/hookwright/hookwright/internal/testcluster"
 )
 
@@ -372,7 +373,14 @@ func (b *bench) startOperator(extraArgs ...string) error {
 	// Plain-HTTP metrics on loopback: the bench scrapes them itself, and
 	// TokenReviews per scrape would load the API server it measures.
 	args := append([]string{"--leader-elect=false", "--health-probe-bind-address=0", "--metrics-secure=false"}, extraArgs...)
-	p, err := startProcess("hookwright", b.opBin, b.opKube, filepath.Join(b.work, fmt.Sprintf("hookwright-%d.log", time.Now().UnixNano())), args...)
+	// As its Deployment does (config/manager/manager.yaml): the container's
+	// memory limit, from which the operator sets its soft limit.
+	limit, err := shippedMemoryLimit(b.root)
+	if err != nil {
+		return err
+	}
+	env := []string{fmt.Sprintf("%s=%d", memlimit.EnvVar, limit)}
+	p, err := startProcess("hookwright", b.opBin, b.opKube, filepath.Join(b.work, fmt.Sprintf("hookwright-%d.log", time.Now().UnixNano())), env, args...)
 	if err != nil {
 		return err
 	}

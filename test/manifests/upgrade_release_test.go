@@ -153,8 +153,12 @@ func startOperator(name, binary string, dep *appsv1.Deployment, kubeconfig strin
 			env = append(env, e.Name+"="+dep.Namespace)
 		case e.ValueFrom.FieldRef != nil && e.ValueFrom.FieldRef.FieldPath == "spec.serviceAccountName":
 			env = append(env, e.Name+"="+pod.ServiceAccountName)
+		case e.ValueFrom.ResourceFieldRef != nil && e.ValueFrom.ResourceFieldRef.Resource == "limits.memory":
+			limit := container.Resources.Limits.Memory()
+			Expect(limit.IsZero()).To(BeFalse(), "%s: %s reads a memory limit the container does not set", name, e.Name)
+			env = append(env, fmt.Sprintf("%s=%d", e.Name, limit.Value())) // the downward API's bytes
 		default:
-			Fail(fmt.Sprintf("%s: environment variable %s: this test resolves only metadata.namespace and spec.serviceAccountName", name, e.Name))
+			Fail(fmt.Sprintf("%s: environment variable %s: this test resolves only metadata.namespace, spec.serviceAccountName and limits.memory", name, e.Name))
 		}
 	}
 	p.cmd = exec.Command(binary, args...)
