@@ -85,10 +85,14 @@ func (b *bench) p1Hookwright(ctx context.Context) error {
 	if err := b.p1Evidence(mark, nss[0], windows); err != nil {
 		return err
 	}
+	if retries, ok := b.sliceRetries(); ok {
+		r.P1.Tail.Read = true
+		r.P1.Tail.Over, r.P1.Tail.OverRetried = overAndRetried(windows, p1P99Goal, retries)
+	}
 	r.setRow(Row{
 		ID: "P1", Measure: fmt.Sprintf("Deployment available → conversion working, p50 / p99 over %d installs", n),
 		Goal: "p50 ≤ 100 ms, p99 ≤ 500 ms", Hookwright: ms(p50) + " / " + ms(p99),
-		Met: metText(p50 <= 0.1 && p99 <= 0.5),
+		Met: metText(p50 <= 0.1 && p99 <= p1P99Goal.Seconds()),
 	})
 	b.logf("P1 Hookwright: p50 %s p99 %s", ms(p50), ms(p99))
 	return nil

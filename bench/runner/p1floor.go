@@ -61,6 +61,7 @@ func (b *bench) p1Floor(ctx context.Context) error {
 	}
 	b.logf("P1 floor: applying %d webhook Deployments one at a time, pointing each CRD the instant it is available", n+1)
 	var floor []time.Duration
+	windows := map[string][2]time.Time{}
 	failures, throughNone := 0, 0
 	for i, ns := range nss {
 		dep, svc := anchorWorkload(ns)
@@ -90,6 +91,7 @@ func (b *bench) p1Floor(ctx context.Context) error {
 			continue // warm-up: the first conversion through a new webhook pays the test ground's cold paths
 		}
 		floor = append(floor, converted.Sub(available))
+		windows[ns] = [2]time.Time{available, converted}
 		failures += failed
 		throughNone += p.succeededThroughNone()
 	}
@@ -99,6 +101,10 @@ func (b *bench) p1Floor(ctx context.Context) error {
 		b.report.P1 = p1
 	}
 	p1.Floor, p1.FloorFailures, p1.FloorThroughNone = floor, failures, throughNone
+	if retries, ok := b.sliceRetries(); ok {
+		p1.Tail.Read = true
+		p1.Tail.FloorOver, p1.Tail.FloorOverRetried = overAndRetried(windows, p1P99Goal, retries)
+	}
 	floorP50 := percentile(durations(floor), 50)
 	b.report.amendRow("P1", func(r *Row) {
 		hwP50 := percentile(durations(p1.HW), 50)

@@ -66,6 +66,7 @@ type p1Result struct {
 	WarmupSlowestTime               time.Duration
 	RequestsP50, BusyP50            float64 // operator requests in the window, API server time on them
 	Split                           p1Split // where the median install's time goes
+	Tail                            p1Tail  // the installs over the p99 goal, and what they waited on
 	Median, Slowest                 string  // install (its time)
 	MedianTimeline, SlowestTimeline []string
 }
@@ -362,6 +363,10 @@ func (r *Report) evidence(w func(string, ...any)) {
 				note += fmt.Sprintf(" The floor ends where a dry run is answered; an install is verified once its status says so, so even an operator that reacted in no time would take the floor's %s plus the status write and its watch, %s: %.1f× the floor.",
 					ms(floor), ms(bound), bound/floor)
 			}
+		}
+		if t := p.Tail; t.Read && t.Over+t.FloorOver > 0 {
+			note += fmt.Sprintf(" Over the p99 goal (%s): %d of Hookwright's installs and %d of the floor's; %d and %d of them waited on kube-controller-manager: its EndpointSlice controller had found its cache behind its own last write for the webhook's Service and synced it again %s later (its log, \"Error syncing endpoint slices for service, retrying\"; defaultSyncBackOff in kubernetes pkg/controller/endpointslice), and until then the Service listed no ready endpoint, which the operator waits for and against which the floor's conversions fail. (The pod stand-in reports a pod running, then ready, in two status writes milliseconds apart, each a change the controller syncs.)",
+				ms(p1P99Goal.Seconds()), t.Over, t.FloorOver, t.OverRetried, t.FloorOverRetried, ms(sliceRetryBackOff.Seconds()))
 		}
 		note += fmt.Sprintf(" The median install, %s, then the slowest, %s; their requests, timed from the Deployment available (audit requestReceivedTimestamp, server time on the request, status):\n", p.Median, p.Slowest)
 		for _, line := range p.MedianTimeline {

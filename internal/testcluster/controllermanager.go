@@ -39,6 +39,12 @@ const storageVersionMigratorController = "storage-version-migrator-controller"
 // of them, as with --use-service-account-credentials=false.
 const ControllerManagerUser = "system:kube-controller-manager"
 
+// ControllerManagerLog is where kube-controller-manager writes its log
+// (klog's text format, --v=1).
+func (c *Cluster) ControllerManagerLog() string {
+	return filepath.Join(c.Dir, "kube-controller-manager.log")
+}
+
 // controllerManager is a running kube-controller-manager process.
 type controllerManager struct {
 	cmd    *exec.Cmd
@@ -88,7 +94,7 @@ func (c *Cluster) startControllerManager(storageMigration bool, qps int) (*contr
 	if qps > 0 {
 		args = append(args, fmt.Sprintf("--kube-api-qps=%d", qps), fmt.Sprintf("--kube-api-burst=%d", 2*qps))
 	}
-	log, err := os.Create(filepath.Join(c.Dir, "kube-controller-manager.log"))
+	log, err := os.Create(c.ControllerManagerLog())
 	if err != nil {
 		return nil, err
 	}
@@ -121,9 +127,9 @@ func (c *Cluster) waitControllerManagerReady(ctx context.Context) error {
 		select {
 		case err := <-c.controllerManager.exited:
 			c.controllerManager.exited <- err
-			return fmt.Errorf("kube-controller-manager exited: %v\n%s", err, logTail(filepath.Join(c.Dir, "kube-controller-manager.log"), 20))
+			return fmt.Errorf("kube-controller-manager exited: %v\n%s", err, logTail(c.ControllerManagerLog(), 20))
 		case <-ctx.Done():
-			return fmt.Errorf("kube-controller-manager did not start its controllers within 60 s\n%s", logTail(filepath.Join(c.Dir, "kube-controller-manager.log"), 20))
+			return fmt.Errorf("kube-controller-manager did not start its controllers within 60 s\n%s", logTail(c.ControllerManagerLog(), 20))
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
