@@ -22,13 +22,15 @@ func TestNextPass(t *testing.T) {
 		rotateIn   time.Duration
 		crds       []v1alpha1.ConversionCRDStatus
 		written    bool // a CRD's conversion written this pass and left unverified
+		published  bool // with written: the write published a new CA and dropped its echo
 		want       time.Duration
 	}{
-		{"at the next renewal", 0, time.Hour, nil, false, time.Hour},
-		{"sooner when a step asked", 2 * time.Second, time.Hour, nil, false, 2 * time.Second},
-		{"when a drift window closes, so a stopped fight clears", 0, time.Hour, window(9 * time.Minute), false, time.Minute + time.Second},
-		{"a renewal already due runs at once", 0, -time.Minute, nil, false, time.Millisecond},
-		{"a write left unverified: the fallback to its watch event", 0, time.Hour, nil, true, verifyDelay},
+		{"at the next renewal", 0, time.Hour, nil, false, false, time.Hour},
+		{"sooner when a step asked", 2 * time.Second, time.Hour, nil, false, false, 2 * time.Second},
+		{"when a drift window closes, so a stopped fight clears", 0, time.Hour, window(9 * time.Minute), false, false, time.Minute + time.Second},
+		{"a renewal already due runs at once", 0, -time.Minute, nil, false, false, time.Millisecond},
+		{"a write left unverified: the fallback to its watch event", 0, time.Hour, nil, true, false, verifyDelay},
+		{"a new CA published: when its trust settles, as the pass scheduled, not the fallback", 2500 * time.Millisecond, time.Hour, nil, true, true, 2500 * time.Millisecond},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -36,7 +38,7 @@ func TestNextPass(t *testing.T) {
 				install:    &v1alpha1.WebhookInstall{Status: v1alpha1.WebhookInstallStatus{ConversionCRDs: tt.crds}},
 				retryAfter: tt.retryAfter,
 				services:   map[string]*serviceCerts{"svc": {rotateAt: now.Add(tt.rotateIn)}},
-				crds:       []*crdState{{name: "crontabs.stable.example.com", written: tt.written}},
+				crds:       []*crdState{{name: "crontabs.stable.example.com", written: tt.written, echoDropped: tt.published}},
 			}
 			if got := r.nextPass(s); got != tt.want {
 				t.Errorf("nextPass = %s, want %s", got, tt.want)

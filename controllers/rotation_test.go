@@ -240,6 +240,57 @@ var _ = Describe("Certificate rotation", func() {
 		Expect(rec.Started.Time).To(BeTemporally("<=", due.Add(time.Second)))
 	})
 
+	It("publishes a new CA and promotes it in the pass it scheduled, not in one its own writes woke", func(ctx context.Context) {
+		Expect(k8s.Create(ctx, newInstall(ns, "widgets", "widget-webhook", crdName))).To(Succeed())
+		eventuallyPhase(ctx, ns, "widgets", v1alpha1.PhaseSucceeded, v1alpha1.ReasonSucceeded)
+		// The install's follow-up passes (its verification's confirmation)
+		// are over once 2 s pass without a request of the manager's in ns.
+		_, offset := managerWrites(0)
+		Eventually(func() []string {
+			requests := managerRequestsIn(ns, offset)
+			_, offset = managerWrites(offset)
+			return requests
+		}, 30*time.Second, 2*time.Second).Should(BeEmpty())
+
+		service := "widget-webhook-service"
+		requestRotation(ctx, ns, "ca: one pass per step")
+		// From the pass that publishes the new CA (its write of the CA
+		// Secret) to the promotion (the serving certificate reissued from
+		// that CA): the passes in between, each of which reads the CRD live.
+		var between []testcluster.AuditEvent
+		Eventually(func(g Gomega) {
+			events, _, err := cluster.AuditEvents(offset)
+			g.Expect(err).NotTo(HaveOccurred())
+			start, promoted := -1, -1
+			for i, e := range events {
+				if e.User.Username != managerUser || !e.IsWrite() || e.ObjectRef.Resource != "secrets" || e.ObjectRef.Namespace != ns {
+					continue
+				}
+				if start < 0 && e.ObjectRef.Name == desired.CASecretName(service) {
+					start = i
+				}
+				if start >= 0 && e.ObjectRef.Name == desired.ServingSecretName(service) {
+					promoted = i
+					break
+				}
+			}
+			g.Expect(promoted).To(BeNumerically(">", start), "the new CA is promoted")
+			between = events[start+1 : promoted]
+		}, time.Minute, time.Second).Should(Succeed())
+		var passes, statusWrites []string
+		for _, e := range between {
+			switch {
+			case e.User.Username != managerUser:
+			case e.Verb == "get" && e.ObjectRef.Resource == "customresourcedefinitions" && e.ObjectRef.Name == crdName:
+				passes = append(passes, e.Received.Format(time.StampMicro))
+			case e.ObjectRef.Subresource == "status" && e.ObjectRef.Namespace == ns:
+				statusWrites = append(statusWrites, e.Received.Format(time.StampMicro))
+			}
+		}
+		Expect(passes).To(HaveLen(1), "only the promoting pass reads the CRD: the echoes of the publishing pass's writes (the CA Secret, the CRD's caBundle) woke no pass")
+		Expect(statusWrites).To(HaveLen(1), "the publishing pass's status says what the wait is; no pass writes it in between")
+	})
+
 	It("re-issues a deleted serving Secret at once and refuses a rotation request it cannot read", func(ctx context.Context) {
 		Expect(k8s.Create(ctx, newInstall(ns, "widgets", "widget-webhook", crdName))).To(Succeed())
 		eventuallyPhase(ctx, ns, "widgets", v1alpha1.PhaseSucceeded, v1alpha1.ReasonSucceeded)

@@ -101,8 +101,9 @@ func (r *WebhookInstallReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		For(&v1alpha1.WebhookInstall{}, builder.WithPredicates(skipStatusOnlyUpdates())).
 		Owns(&appsv1.Deployment{}).
 		Owns(&corev1.Service{}).
-		Owns(&corev1.Secret{}).
-		WatchesMetadata(&apiextensionsv1.CustomResourceDefinition{}, handler.EnqueueRequestsFromMapFunc(r.installsForCRD)).
+		// A CA rotation's first step drops its own writes' echoes (own_echo.go).
+		Owns(&corev1.Secret{}, builder.WithPredicates(r.echoes.skip(echoSecret))).
+		WatchesMetadata(&apiextensionsv1.CustomResourceDefinition{}, handler.EnqueueRequestsFromMapFunc(r.installsForCRD), builder.WithPredicates(r.echoes.skip(echoCRD))).
 		// A replacement's progress (or deletion) wakes the install it replaces.
 		Watches(&v1alpha1.WebhookInstall{}, handler.EnqueueRequestsFromMapFunc(replacedInstall)).
 		// Admission configurations are cluster-scoped: no owner reference,

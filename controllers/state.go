@@ -118,6 +118,7 @@ type crdState struct {
 	message      string
 	written      bool   // spec.conversion written this pass, not verified yet
 	bundleOnly   bool   // with written: the write changed the caBundle and nothing else
+	echoDropped  bool   // with written: published a new CA; the pass scheduled the next step (own_echo.go)
 	driftManager string // another manager rewrote the conversion Hookwright had configured
 	unverifiable bool   // no object to convert, and a dry-run could not reach the webhook
 	handover     bool   // owned by the install this one replaces, or by a deleted one: taken over once this one serves

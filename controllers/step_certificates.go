@@ -247,12 +247,7 @@ func (r *WebhookInstallReconciler) trustedFor(s *installState, service string, c
 		if conv == nil || conv.Webhook == nil || conv.Webhook.ClientConfig == nil || !certs.BundleContains(conv.Webhook.ClientConfig.CABundle, ca) {
 			return 0
 		}
-		var since time.Time
-		for _, mf := range c.crd.ManagedFields {
-			if mf.Manager == desired.FieldManager && mf.Operation == metav1.ManagedFieldsOperationApply && mf.Time != nil {
-				since = mf.Time.Time.Truncate(time.Second).Add(time.Second)
-			}
-		}
+		since := appliedSince(c.crd.ManagedFields)
 		if since.IsZero() {
 			return 0
 		}
@@ -266,6 +261,20 @@ func (r *WebhookInstallReconciler) trustedFor(s *installState, service string, c
 	// Zero means "not in every caBundle yet": an apply within the last
 	// second (taken to end with its second) is in them already.
 	return max(shortest, time.Nanosecond)
+}
+
+// appliedSince is when the caBundle of Hookwright's last apply to a CRD
+// counts as in place, from the apply's managedFields entry (zero for none):
+// the entry's time has second precision, so an apply is taken to end
+// with its second.
+func appliedSince(entries []metav1.ManagedFieldsEntry) time.Time {
+	var since time.Time
+	for _, mf := range entries {
+		if mf.Manager == desired.FieldManager && mf.Operation == metav1.ManagedFieldsOperationApply && mf.Time != nil {
+			since = mf.Time.Time.Truncate(time.Second).Add(time.Second)
+		}
+	}
+	return since
 }
 
 // rolledOut: every replica of the webhook Deployment runs the pod template

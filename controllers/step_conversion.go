@@ -12,9 +12,12 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1alpha1 "github.com/hookwright/hookwright/api/v1alpha1"
+	"github.com/hookwright/hookwright/certs"
 	"github.com/hookwright/hookwright/controllers/desired"
+	"github.com/hookwright/hookwright/controllers/rotation"
 )
 
 // verifyDelay is when a pass that wrote a configuration and left its
@@ -52,6 +55,8 @@ func (r *WebhookInstallReconciler) configureConversion(ctx context.Context, s *i
 			}
 		}
 		applied := conversionApplyObject(c.name, want)
+		c.bundleOnly = onlyCABundleDiffers(c.crd.Spec.Conversion, want)
+		publishes := publishesNewCA(s, c, want)
 		if err := r.apply(ctx, applied); err != nil {
 			c.state, c.message = v1alpha1.ConversionFailed, err.Error()
 			return err
@@ -60,12 +65,65 @@ func (r *WebhookInstallReconciler) configureConversion(ctx context.Context, s *i
 		// phase Event (Succeeded or Failed), a caBundle change by
 		// the rotation's Events with both fingerprints, a restore by
 		// ConversionDriftRestored and a hand-over by TookOver.
-		c.bundleOnly = onlyCABundleDiffers(c.crd.Spec.Conversion, want)
 		c.crd.Spec.Conversion, c.state, c.written = want, v1alpha1.ConversionConfigured, true
 		c.writtenVersion = applied.GetResourceVersion()
 		noteConversionWrite(c.name, c.writtenVersion, time.Now())
+		if publishes {
+			r.echoes.expect(echoCRD, applied)
+			c.echoDropped = true
+			s.retryWithin(r.untilTrustSettles(applied))
+		}
 	}
 	return nil
+}
+
+// publishesNewCA: writing want adds a CA to the caBundle of a CRD that
+// stays verified through the write (rotationRewrite) and removes none:
+// the first step of an ordered CA rotation. Its next step, the promotion,
+// is due once the caBundle has trusted the new CA for
+// rotation.SettleTime, which the pass schedules; the write's echo wakes
+// no pass (own_echo.go).
+func publishesNewCA(s *installState, c *crdState, want *apiextensionsv1.CustomResourceConversion) bool {
+	if !rotationRewrite(s, c) { // c.bundleOnly included
+		return false
+	}
+	have, err := certs.ParseCerts(c.crd.Spec.Conversion.Webhook.ClientConfig.CABundle)
+	if err != nil {
+		return false
+	}
+	for _, ca := range have {
+		if !certs.BundleContains(want.Webhook.ClientConfig.CABundle, ca) {
+			return false
+		}
+	}
+	return len(want.Webhook.ClientConfig.CABundle) > len(c.crd.Spec.Conversion.Webhook.ClientConfig.CABundle)
+}
+
+// untilTrustSettles is how long after now the caBundle applied (as the
+// API server returned it) will have been in place for
+// rotation.SettleTime, as trustedFor counts it.
+func (r *WebhookInstallReconciler) untilTrustSettles(applied client.Object) time.Duration {
+	since := appliedSince(applied.GetManagedFields())
+	if since.IsZero() {
+		since = r.Clock.Now().Add(time.Second)
+	}
+	return max(since.Add(rotation.SettleTime).Sub(r.Clock.Now()), time.Millisecond)
+}
+
+// leftToItsEcho: a CRD's conversion or an admission configuration was
+// written this pass and left to the pass its watch event wakes.
+func leftToItsEcho(s *installState) bool {
+	for _, c := range s.crds {
+		if c.written && !c.echoDropped {
+			return true
+		}
+	}
+	for _, a := range s.admission {
+		if a.written {
+			return true
+		}
+	}
+	return false
 }
 
 // conversionApplyObject is the server-side apply body that sets only

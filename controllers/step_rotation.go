@@ -50,9 +50,13 @@ func (r *WebhookInstallReconciler) execute(ctx context.Context, s *installState,
 			return err
 		}
 		record := s.rotationRecord(service, v1alpha1.RotationCA, action, o.Active.Cert, next.Cert)
-		if err := r.apply(ctx, desired.CASecret(s.install, service, desired.CAState{Active: o.Active.Pair, Next: &next.Pair, Rotation: s.provenance(record, action)})); err != nil {
+		secret := desired.CASecret(s.install, service, desired.CAState{Active: o.Active.Pair, Next: &next.Pair, Rotation: s.provenance(record, action)})
+		if err := r.apply(ctx, secret); err != nil {
 			return err
 		}
+		// Publishing the new CA: its caBundle writes schedule the next
+		// step, and no echo of this pass's wakes one (own_echo.go).
+		r.echoes.expect(echoSecret, secret)
 		s.startRotation(record)
 		o.Next = next
 	case rotation.Promote:

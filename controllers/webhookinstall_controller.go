@@ -60,6 +60,8 @@ type WebhookInstallReconciler struct {
 	// dueWakes: each install's next rotation, queued when due at the
 	// in-flight priority (due_wake.go).
 	dueWakes dueWakes
+	// echoes: writes whose watch events wake no pass (own_echo.go).
+	echoes ownEchoes
 }
 
 // DefaultConcurrency: measured by `make bench` (P4), one worker let 1,000
@@ -132,7 +134,7 @@ func (r *WebhookInstallReconciler) nextPass(s *installState) time.Duration {
 			next = max(until, time.Millisecond)
 		}
 	}
-	if writtenThisPass(s) {
+	if leftToItsEcho(s) {
 		// A write left unverified (verify_watched.go): its watch event
 		// wakes the next pass; this is the fallback.
 		consider(verifyDelay)
