@@ -111,7 +111,15 @@ var _ = Describe("Admission webhooks under certificate rotation", func() {
 
 	It("rotates CA and serving certificates 20 times under continuous reads and admission calls: zero failed reads, zero failed admission calls", func(ctx context.Context) {
 		names := startInstall(ctx)
-		probesBefore := metricValue("hookwright_trust_probes_total", map[string]string{"gate": "promote", "result": "Trusted"})
+		// A promotion's CRD probe may be spared (load_barrier.go) when a
+		// probe of another install still rotating in this suite was written
+		// after the install's caBundle write: the barrier and a read
+		// through the install's CRD prove the same.
+		promotionProofs := func() float64 {
+			return metricValue("hookwright_trust_probes_total", map[string]string{"gate": "promote", "result": "Trusted"}) +
+				metricValue("hookwright_trust_probes_spared_total", map[string]string{"gate": "promote"})
+		}
+		probesBefore := promotionProofs()
 		readers := startReaders(ctx, group, ns, names, 3)
 		DeferCleanup(readers.Halt)
 		callers := startAdmissionCallers(ctx, group, ns, 3)
@@ -156,8 +164,7 @@ var _ = Describe("Admission webhooks under certificate rotation", func() {
 		Expect(mutator.Calls.Load()).To(BeNumerically(">=", callers.OK.Load()), "every admitted call went through the mutating webhook")
 
 		By("each promotion was proven through the CRD and both admission configurations")
-		Expect(metricValue("hookwright_trust_probes_total", map[string]string{"gate": "promote", "result": "Trusted"}) - probesBefore).
-			To(BeNumerically(">=", 3*caRotations))
+		Expect(promotionProofs() - probesBefore).To(BeNumerically(">=", 3*caRotations))
 		idle := managerNamespace + "/hookwright-trust-probe-idle"
 		vprobe := &admissionregistrationv1.ValidatingWebhookConfiguration{}
 		Expect(k8s.Get(ctx, client.ObjectKey{Name: "hookwright-trust-probe"}, vprobe)).To(Succeed())
