@@ -60,22 +60,22 @@ func (v *installVersions) newest(key types.NamespacedName) string {
 // currentInstall reads the install named key from the cache, or live
 // when the cached copy is not the newest this manager has seen: then it
 // may be older than a write of this manager's (or newer, from someone
-// else's write: the live read settles which, once).
-func (r *WebhookInstallReconciler) currentInstall(ctx context.Context, key types.NamespacedName) (*v1alpha1.WebhookInstall, error) {
-	install := &v1alpha1.WebhookInstall{}
+// else's write: the live read settles which, once). live says which.
+func (r *WebhookInstallReconciler) currentInstall(ctx context.Context, key types.NamespacedName) (install *v1alpha1.WebhookInstall, live bool, err error) {
+	install = &v1alpha1.WebhookInstall{}
 	if err := r.Client.Get(ctx, key, install); err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	newest := r.installVersions.newest(key)
 	if newest == "" || newest == install.ResourceVersion {
-		return install, nil
+		return install, false, nil
 	}
-	live := &v1alpha1.WebhookInstall{}
-	if err := r.APIReader.Get(ctx, key, live); err != nil {
-		return nil, err
+	fresh := &v1alpha1.WebhookInstall{}
+	if err := r.APIReader.Get(ctx, key, fresh); err != nil {
+		return nil, false, err
 	}
-	r.installVersions.saw(key, live.ResourceVersion)
-	return live, nil
+	r.installVersions.saw(key, fresh.ResourceVersion)
+	return fresh, true, nil
 }
 
 // wroteInstall records the copy a write of the install returned.

@@ -43,7 +43,7 @@ func TestPassStartsFromTheManagersOwnLastWrite(t *testing.T) {
 	})
 	r := &WebhookInstallReconciler{Client: cache, APIReader: live, Recorder: events.NewFakeRecorder(10)}
 
-	first, err := r.currentInstall(context.Background(), key)
+	first, _, err := r.currentInstall(context.Background(), key)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -61,7 +61,7 @@ func TestPassStartsFromTheManagersOwnLastWrite(t *testing.T) {
 		t.Fatal("the status write did not change the install's resourceVersion; the test proves nothing")
 	}
 
-	next, err := r.currentInstall(context.Background(), key)
+	next, wasLive, err := r.currentInstall(context.Background(), key)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -69,10 +69,32 @@ func TestPassStartsFromTheManagersOwnLastWrite(t *testing.T) {
 		t.Errorf("the next pass started from resourceVersion %s (observedGeneration %d); want %s, the predecessor's write",
 			next.ResourceVersion, next.Status.ObservedGeneration, s.install.ResourceVersion)
 	}
+	if !wasLive {
+		t.Error("currentInstall read live but did not say so")
+	}
+
+	// A pass that started from that live copy does not read it again
+	// before deciding a certificate write; one that started from the
+	// cache does.
+	for _, tc := range []struct {
+		live      bool
+		wantReads int
+	}{{live: true, wantReads: 0}, {live: false, wantReads: 1}} {
+		liveReads = 0
+		pass := &installState{install: next.DeepCopy(), installLive: tc.live}
+		fresh, stale, err := r.freshInstall(context.Background(), pass)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if liveReads != tc.wantReads || stale || fresh.ResourceVersion != next.ResourceVersion {
+			t.Errorf("freshInstall from a live copy %v: %d live read(s), stale %v, resourceVersion %s; want %d, false, %s",
+				tc.live, liveReads, stale, fresh.ResourceVersion, tc.wantReads, next.ResourceVersion)
+		}
+	}
 
 	snapshot = nil // the watch delivered the write
 	liveReads = 0
-	if _, err := r.currentInstall(context.Background(), key); err != nil {
+	if _, _, err := r.currentInstall(context.Background(), key); err != nil {
 		t.Fatal(err)
 	}
 	if liveReads != 0 {

@@ -1,6 +1,7 @@
 package controllers
 
 import (
+	"errors"
 	"testing"
 	"time"
 
@@ -10,59 +11,91 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	v1alpha1 "github.com/hookwright/hookwright/api/v1alpha1"
 	"github.com/hookwright/hookwright/certs"
 	"github.com/hookwright/hookwright/controllers/desired"
 )
 
-// The watches drop the one update event that carries a recorded write's
-// resourceVersion, and nothing else.
+// The watches drop the update event that carries a recorded write's
+// resourceVersion, and nothing else; an update that arrives while the
+// write is in flight is held back and, unless it was the echo, wakes the
+// install once the write returns.
 func TestOwnEchoes(t *testing.T) {
 	secret := func(name, rv string) client.Object {
 		return &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, ResourceVersion: rv}}
 	}
+	update := func(name, from, to string) [2]client.Object {
+		return [2]client.Object{secret(name, from), secret(name, to)}
+	}
+	install := reconcile.Request{NamespacedName: client.ObjectKey{Namespace: "ns", Name: "widgets"}}
+	writeFails := errors.New("conflict")
 	for _, tc := range []struct {
-		name     string
-		expect   client.Object // recorded as Hookwright's write
-		kind     string        // the watch the events come through
-		events   [][2]client.Object
-		want     []bool // whether each event wakes the install
-		deleteIt bool   // the object is deleted before the events
+		name       string
+		kind       string             // the watch the events come through
+		during     [][2]client.Object // updates while the write is in flight
+		writeErr   error              // the write's outcome
+		after      [][2]client.Object // updates once it returned version 12
+		deleteIt   bool               // the object is deleted before the updates after
+		wantDuring []bool             // whether each update during wakes the install at once
+		wantAfter  []bool             // whether each update after does
+		wantWakes  int                // installs woken when the write returned
 	}{
-		{name: "the echo of the write is dropped", expect: secret("ca", "12"), kind: echoSecret,
-			events: [][2]client.Object{{secret("ca", "11"), secret("ca", "12")}}, want: []bool{false}},
-		{name: "only once: a later event of the same version is a relist's", expect: secret("ca", "12"), kind: echoSecret,
-			events: [][2]client.Object{{secret("ca", "11"), secret("ca", "12")}, {secret("ca", "10"), secret("ca", "12")}}, want: []bool{false, true}},
-		{name: "a write by someone else since wakes the install", expect: secret("ca", "12"), kind: echoSecret,
-			events: [][2]client.Object{{secret("ca", "12"), secret("ca", "13")}}, want: []bool{true}},
-		{name: "a resync (same version old and new) wakes the install", expect: secret("ca", "12"), kind: echoSecret,
-			events: [][2]client.Object{{secret("ca", "12"), secret("ca", "12")}}, want: []bool{true}},
-		{name: "another object of the same version wakes the install", expect: secret("ca", "12"), kind: echoSecret,
-			events: [][2]client.Object{{secret("cert", "11"), secret("cert", "12")}}, want: []bool{true}},
-		{name: "the same name through another kind's watch wakes the install", expect: secret("ca", "12"), kind: echoCRD,
-			events: [][2]client.Object{{secret("ca", "11"), secret("ca", "12")}}, want: []bool{true}},
-		{name: "a deleted object's record goes with it", expect: secret("ca", "12"), kind: echoSecret, deleteIt: true,
-			events: [][2]client.Object{{secret("ca", "11"), secret("ca", "12")}}, want: []bool{true}},
-		{name: "nothing recorded: every update wakes the install", kind: echoSecret,
-			events: [][2]client.Object{{secret("ca", "11"), secret("ca", "12")}}, want: []bool{true}},
+		{name: "the echo after the response is dropped", kind: echoSecret,
+			after: [][2]client.Object{update("ca", "11", "12")}, wantAfter: []bool{false}},
+		{name: "the echo before the response is dropped, and wakes no one after", kind: echoSecret,
+			during: [][2]client.Object{update("ca", "11", "12")}, wantDuring: []bool{false},
+			after: [][2]client.Object{update("ca", "10", "12")}, wantAfter: []bool{true}},
+		{name: "someone else's write delivered during the write wakes the install once it returns", kind: echoSecret,
+			during: [][2]client.Object{update("ca", "10", "11")}, wantDuring: []bool{false}, wantWakes: 1,
+			after: [][2]client.Object{update("ca", "11", "12")}, wantAfter: []bool{false}},
+		{name: "an update held during a failed write wakes the install", kind: echoSecret, writeErr: writeFails,
+			during: [][2]client.Object{update("ca", "10", "11")}, wantDuring: []bool{false}, wantWakes: 1},
+		{name: "only once: a later update of the same version is a relist's", kind: echoSecret,
+			after: [][2]client.Object{update("ca", "11", "12"), update("ca", "10", "12")}, wantAfter: []bool{false, true}},
+		{name: "a write by someone else since wakes the install", kind: echoSecret,
+			after: [][2]client.Object{update("ca", "12", "13")}, wantAfter: []bool{true}},
+		{name: "a resync (same version old and new) wakes the install", kind: echoSecret,
+			after: [][2]client.Object{update("ca", "12", "12")}, wantAfter: []bool{true}},
+		{name: "another object of the same version wakes the install", kind: echoSecret,
+			after: [][2]client.Object{update("cert", "11", "12")}, wantAfter: []bool{true}},
+		{name: "the same name through another kind's watch wakes the install", kind: echoCRD,
+			during: [][2]client.Object{update("ca", "10", "11")}, wantDuring: []bool{true},
+			after: [][2]client.Object{update("ca", "11", "12")}, wantAfter: []bool{true}},
+		{name: "a deleted object's record goes with it", kind: echoSecret, deleteIt: true,
+			after: [][2]client.Object{update("ca", "11", "12")}, wantAfter: []bool{true}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			var echoes ownEchoes
-			if tc.expect != nil {
-				echoes.expect(echoSecret, tc.expect)
-			}
+			woken := 0
+			echoes := ownEchoes{wake: func(req reconcile.Request) {
+				if req != install {
+					t.Errorf("woke %v, want %v", req, install)
+				}
+				woken++
+			}}
 			p := echoes.skip(tc.kind)
-			if tc.deleteIt {
-				if !p.Delete(event.DeleteEvent{Object: tc.expect}) {
-					t.Fatal("a delete event must wake the install")
+			check := func(when string, updates [][2]client.Object, want []bool) {
+				for i, u := range updates {
+					if got := p.Update(event.UpdateEvent{ObjectOld: u[0], ObjectNew: u[1]}); got != want[i] {
+						t.Errorf("update %d %s the write (%s -> %s): wakes = %v, want %v", i, when, u[0].GetResourceVersion(), u[1].GetResourceVersion(), got, want[i])
+					}
 				}
 			}
-			for i, ev := range tc.events {
-				if got := p.Update(event.UpdateEvent{ObjectOld: ev[0], ObjectNew: ev[1]}); got != tc.want[i] {
-					t.Errorf("event %d (%s -> %s): wakes = %v, want %v", i, ev[0].GetResourceVersion(), ev[1].GetResourceVersion(), got, tc.want[i])
-				}
+			written := secret("ca", "11")
+			done := echoes.writing(echoSecret, written, install)
+			check("during", tc.during, tc.wantDuring)
+			if tc.writeErr == nil {
+				written.SetResourceVersion("12")
 			}
+			done(tc.writeErr)
+			if woken != tc.wantWakes {
+				t.Errorf("the write's return woke %d install(s), want %d", woken, tc.wantWakes)
+			}
+			if tc.deleteIt && !p.Delete(event.DeleteEvent{Object: written}) {
+				t.Fatal("a delete event must wake the install")
+			}
+			check("after", tc.after, tc.wantAfter)
 		})
 	}
 }

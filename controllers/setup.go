@@ -115,6 +115,9 @@ func (r *WebhookInstallReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Watches(&discoveryv1.EndpointSlice{}, handler.EnqueueRequestsFromMapFunc(labelledInstall)).
 		// A rotation falling due is queued at the in-flight priority.
 		WatchesRawSource(r.dueWakes.source()).
+		// Wakes the installs of an update held back as a possible echo
+		// that was someone else's (own_echo.go).
+		WatchesRawSource(r.echoes.source()).
 		Complete(r)
 }
 

@@ -16,6 +16,9 @@ import (
 // fill it in order; the status is computed from it once, at the end.
 type installState struct {
 	install *v1alpha1.WebhookInstall
+	// installLive: install is a copy the API server returned this pass (a
+	// live read, or the finalizer patch's answer), not the cache's.
+	installLive bool
 	// generation is the install's generation this pass acted on: the
 	// status says it observed that one, even when a conflict made the
 	// status write re-read a newer install (whose spec no step saw).

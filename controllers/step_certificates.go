@@ -127,8 +127,13 @@ func writes(a rotation.Action) bool {
 }
 
 // freshInstall reads the install live; stale reports that the cached copy
-// this pass started from is older.
+// this pass started from is older. A pass that started from a live copy
+// (s.installLive) already has one: reading it again repeated, in a CA
+// rotation's first pass, the read that pass began with.
 func (r *WebhookInstallReconciler) freshInstall(ctx context.Context, s *installState) (*v1alpha1.WebhookInstall, bool, error) {
+	if s.installLive {
+		return s.install, false, nil
+	}
 	fresh := &v1alpha1.WebhookInstall{}
 	if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(s.install), fresh); err != nil {
 		return nil, false, err

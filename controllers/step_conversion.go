@@ -57,7 +57,15 @@ func (r *WebhookInstallReconciler) configureConversion(ctx context.Context, s *i
 		applied := conversionApplyObject(c.name, want)
 		c.bundleOnly = onlyCABundleDiffers(c.crd.Spec.Conversion, want)
 		publishes := publishesNewCA(s, c, want)
-		if err := r.apply(ctx, applied); err != nil {
+		var written func(error)
+		if publishes {
+			written = r.echoes.writing(echoCRD, applied, r.installsForCRD(ctx, c.crd)...)
+		}
+		err := r.apply(ctx, applied)
+		if written != nil {
+			written(err)
+		}
+		if err != nil {
 			c.state, c.message = v1alpha1.ConversionFailed, err.Error()
 			return err
 		}
@@ -69,7 +77,6 @@ func (r *WebhookInstallReconciler) configureConversion(ctx context.Context, s *i
 		c.writtenVersion = applied.GetResourceVersion()
 		noteConversionWrite(c.name, c.writtenVersion, time.Now())
 		if publishes {
-			r.echoes.expect(echoCRD, applied)
 			c.echoDropped = true
 			s.retryWithin(r.untilTrustSettles(applied))
 		}

@@ -15,6 +15,7 @@ import (
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	v1alpha1 "github.com/hookwright/hookwright/api/v1alpha1"
 	"github.com/hookwright/hookwright/certs"
@@ -51,12 +52,14 @@ func (r *WebhookInstallReconciler) execute(ctx context.Context, s *installState,
 		}
 		record := s.rotationRecord(service, v1alpha1.RotationCA, action, o.Active.Cert, next.Cert)
 		secret := desired.CASecret(s.install, service, desired.CAState{Active: o.Active.Pair, Next: &next.Pair, Rotation: s.provenance(record, action)})
-		if err := r.apply(ctx, secret); err != nil {
-			return err
-		}
 		// Publishing the new CA: its caBundle writes schedule the next
 		// step, and no echo of this pass's wakes one (own_echo.go).
-		r.echoes.expect(echoSecret, secret)
+		written := r.echoes.writing(echoSecret, secret, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(s.install)})
+		err = r.apply(ctx, secret)
+		written(err)
+		if err != nil {
+			return err
+		}
 		s.startRotation(record)
 		o.Next = next
 	case rotation.Promote:

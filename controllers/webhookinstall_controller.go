@@ -79,7 +79,7 @@ type step func(ctx context.Context, s *installState) error
 
 // Reconcile reads as the table of contents of an install.
 func (r *WebhookInstallReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
-	install, err := r.currentInstall(ctx, req.NamespacedName)
+	install, live, err := r.currentInstall(ctx, req.NamespacedName)
 	if err != nil {
 		if apierrors.IsNotFound(err) {
 			r.installVersions.forget(req.NamespacedName)
@@ -87,14 +87,16 @@ func (r *WebhookInstallReconciler) Reconcile(ctx context.Context, req ctrl.Reque
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	s := &installState{install: install, generation: install.Generation, now: r.Clock.Now(), webhooks: desired.Webhooks(install), services: map[string]*serviceCerts{}}
+	s := &installState{install: install, installLive: live, generation: install.Generation, now: r.Clock.Now(), webhooks: desired.Webhooks(install), services: map[string]*serviceCerts{}}
 	r.unconfirmed.begin(s.now)
 	if !install.DeletionTimestamp.IsZero() {
 		return r.finalize(ctx, s)
 	}
-	if err := r.ensureFinalizer(ctx, install); err != nil {
+	added, err := r.ensureFinalizer(ctx, install)
+	if err != nil {
 		return ctrl.Result{}, err
 	}
+	s.installLive = s.installLive || added // the patch returned the install as stored
 	newer, err := r.replacement(ctx, install)
 	if err != nil {
 		return ctrl.Result{}, err
@@ -154,15 +156,17 @@ func (r *WebhookInstallReconciler) nextPass(s *installState) time.Duration {
 	return next
 }
 
-func (r *WebhookInstallReconciler) ensureFinalizer(ctx context.Context, install *v1alpha1.WebhookInstall) error {
+// ensureFinalizer adds Hookwright's finalizer; added: it patched install,
+// which now holds the API server's answer.
+func (r *WebhookInstallReconciler) ensureFinalizer(ctx context.Context, install *v1alpha1.WebhookInstall) (added bool, err error) {
 	if controllerutil.ContainsFinalizer(install, Finalizer) {
-		return nil
+		return false, nil
 	}
 	patch := client.MergeFromWithOptions(install.DeepCopy(), client.MergeFromWithOptimisticLock{})
 	controllerutil.AddFinalizer(install, Finalizer)
 	if err := r.Client.Patch(ctx, install, patch, client.FieldOwner(desired.FieldManager)); err != nil {
-		return fmt.Errorf("adding finalizer to %s: %w", klog.KObj(install), err)
+		return false, fmt.Errorf("adding finalizer to %s: %w", klog.KObj(install), err)
 	}
 	r.wroteInstall(install)
-	return nil
+	return true, nil
 }
