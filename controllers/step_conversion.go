@@ -117,22 +117,6 @@ func (r *WebhookInstallReconciler) untilTrustSettles(applied client.Object) time
 	return max(since.Add(rotation.SettleTime).Sub(r.Clock.Now()), time.Millisecond)
 }
 
-// leftToItsEcho: a CRD's conversion or an admission configuration was
-// written this pass and left to the pass its watch event wakes.
-func leftToItsEcho(s *installState) bool {
-	for _, c := range s.crds {
-		if c.written && !c.echoDropped {
-			return true
-		}
-	}
-	for _, a := range s.admission {
-		if a.written {
-			return true
-		}
-	}
-	return false
-}
-
 // conversionApplyObject is the server-side apply body that sets only
 // spec.conversion of a CRD: a typed CRD would also send its zero-valued
 // required fields and claim them.

@@ -136,7 +136,7 @@ func (r *WebhookInstallReconciler) nextPass(s *installState) time.Duration {
 			next = max(until, time.Millisecond)
 		}
 	}
-	if leftToItsEcho(s) {
+	if writtenThisPass(s) {
 		// A write left unverified (verify_watched.go): its watch event
 		// wakes the next pass; this is the fallback.
 		consider(verifyDelay)
