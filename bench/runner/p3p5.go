@@ -3,8 +3,10 @@ package runner
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"path/filepath"
+	"sync"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -168,12 +170,28 @@ func (r *resyncResult) describe(start string) string {
 // in the same cluster at the same moments.
 func (b *bench) p5(ctx context.Context) error {
 	var unsettled []string
+	var unsettledMu sync.Mutex
 	sample := func(name string, p *process) (memory, error) {
 		m, settled, err := settledMemory(p.pid(), b.sz.memoryWait)
 		if err == nil && !settled {
+			unsettledMu.Lock()
 			unsettled = append(unsettled, name)
+			unsettledMu.Unlock()
 		}
 		return m, err
+	}
+	// Both operators are sampled over the same seconds: the same moments
+	// of the cluster, in the time of one sample.
+	sampleBoth := func(state string, cc *process) (hw, anchor memory, err error) {
+		var hwErr error
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			hw, hwErr = sample("Hookwright "+state, b.operator)
+		}()
+		anchor, err = sample("cert-controller "+state, cc)
+		<-done
+		return hw, anchor, errors.Join(hwErr, err)
 	}
 	const ns = "p5-cc"
 	if err := b.namespace(ctx, ns); err != nil {
@@ -207,17 +225,12 @@ func (b *bench) p5(ctx context.Context) error {
 	// operators or the cluster, and the wait is for a GC, not for quiet.
 	b.goBenchmarks(ctx)
 	time.Sleep(time.Until(idleFrom))
-	hwIdle, err := sample("Hookwright idle", b.operator)
+	hwIdle, ccIdle, err := sampleBoth("idle", cc)
 	if err != nil {
 		return err
 	}
-	hwIdleHeap := heapInuse(b.operator)
+	hwIdleHeap, ccIdleHeap := heapInuse(b.operator), heapInuse(cc)
 	b.memLimit.IdleHeap, b.memLimit.IdleInstalls = hwIdleHeap, b.countInstalls(ctx)
-	ccIdle, err := sample("cert-controller idle", cc)
-	if err != nil {
-		return err
-	}
-	ccIdleHeap := heapInuse(cc)
 
 	b.logf("P5: creating %d foreign Secrets and %d foreign CRDs with ~%d KB schemas", b.sz.p5Secrets, b.sz.p5CRDs, b.sz.p5SchemaKB)
 	started := time.Now()
@@ -231,17 +244,14 @@ func (b *bench) p5(ctx context.Context) error {
 	}); err != nil {
 		return err
 	}
+	b.logf("P5: %d Secrets created in %s", b.sz.p5Secrets, time.Since(started).Round(time.Second))
 	if err := parallel(b.sz.p5CRDs, 4, func(i int) error { return b.createCRD(ctx, largeCRD(i, b.sz.p5SchemaKB)) }); err != nil {
 		return err
 	}
 	created := time.Since(started)
 	b.logf("P5: created in %s; settling %s", created.Round(time.Second), b.sz.settle)
 	time.Sleep(b.sz.settle)
-	hwLoaded, err := sample("Hookwright loaded", b.operator)
-	if err != nil {
-		return err
-	}
-	ccLoaded, err := sample("cert-controller loaded", cc)
+	hwLoaded, ccLoaded, err := sampleBoth("loaded", cc)
 	if err != nil {
 		return err
 	}
