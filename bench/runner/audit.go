@@ -157,6 +157,17 @@ func (a *auditLog) waitQuiet(mark int, user string, quiet, limit time.Duration) 
 	}
 }
 
+// receivedBy keeps the events of requests the API server received by t.
+func receivedBy(events []auditEvent, t time.Time) []auditEvent {
+	var out []auditEvent
+	for _, e := range events {
+		if !e.Received.After(t) {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
 // activityOf counts what waitQuiet waits to end: writes and dry runs.
 func activityOf(events []auditEvent) int { return len(writesOf(events)) + dryRunsOf(events) }
 
