@@ -221,9 +221,6 @@ func (b *bench) p5(ctx context.Context) error {
 		idleFrom = after
 	}
 	b.logf("P5: idle RSS from %s", idleFrom.Format("15:04:05"))
-	// The wait is the Go benchmarks' time: they use the CPU, not the
-	// operators or the cluster, and the wait is for a GC, not for quiet.
-	b.goBenchmarks(ctx)
 	time.Sleep(time.Until(idleFrom))
 	hwIdle, ccIdle, err := sampleBoth("idle", cc)
 	if err != nil {
