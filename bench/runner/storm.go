@@ -21,10 +21,7 @@ import (
 // completed and reached their midpoint (stormResult.Promoted) by then say
 // by how much it is not. Waiting longer would cost every run minutes to
 // tell only how much later the last rotation ends.
-const (
-	stormGoal = 120 * time.Second
-	stormWait = stormGoal
-)
+const stormGoal = 120 * time.Second
 
 // stormResult is the rotation storm's outcome.
 type stormResult struct {
@@ -133,7 +130,7 @@ func (b *bench) storm(ctx context.Context) error {
 		return b.c.Patch(ctx, whi, patch)
 	})
 	if err == nil {
-		done, waitErr := b.observer.waitAll(ctx, b.observer.rotated, keys, started.Add(stormWait))
+		done, waitErr := b.observer.waitAll(ctx, b.observer.rotated, keys, started.Add(stormGoal))
 		res.Rotated = done
 		if waitErr != nil {
 			res.Stopped = waitErr.Error()
