@@ -168,6 +168,40 @@ func receivedBy(events []auditEvent, t time.Time) []auditEvent {
 	return out
 }
 
+// requestLine tells one request of a timeline that starts at from: when
+// it was received, what it was, how long the API server took, its answer.
+func requestLine(e auditEvent, from time.Time) string {
+	dry := ""
+	if e.dryRun() {
+		dry = " (dry run)"
+	}
+	return fmt.Sprintf("+%s %s %s %s%s (%s, HTTP %d)",
+		ms(e.Received.Sub(from).Seconds()), e.Verb, e.resource(), e.ObjectRef.Name, dry, ms(e.Completed.Sub(e.Received).Seconds()), e.ResponseStatus.Code)
+}
+
+// namespaceTimeline lists, in the order the API server received them, the
+// requests about the bench's install in namespace ns: its namespace's
+// objects, its CRDs and their objects (a verification's lists and dry
+// runs), each timed from from.
+func namespaceTimeline(events []auditEvent, ns string, from time.Time) []string {
+	var mine []auditEvent
+	for _, e := range events {
+		switch {
+		case e.Verb == "watch":
+		case e.ObjectRef.Namespace == ns,
+			e.ObjectRef.APIGroup == groupOf(ns),
+			e.ObjectRef.Resource == "customresourcedefinitions" && strings.HasSuffix(e.ObjectRef.Name, "."+groupOf(ns)):
+			mine = append(mine, e)
+		}
+	}
+	sort.SliceStable(mine, func(i, j int) bool { return mine[i].Received.Before(mine[j].Received) })
+	lines := make([]string, 0, len(mine))
+	for _, e := range mine {
+		lines = append(lines, requestLine(e, from))
+	}
+	return lines
+}
+
 // activityOf counts what waitQuiet waits to end: writes and dry runs.
 func activityOf(events []auditEvent) int { return len(writesOf(events)) + dryRunsOf(events) }
 

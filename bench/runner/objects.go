@@ -43,6 +43,17 @@ func crdNames(ns string, n int) []string {
 	return names
 }
 
+// namespaceOfCRD inverts crdNames: the namespace of the install a bench
+// CRD belongs to, or "" for another CRD.
+func namespaceOfCRD(name string) string {
+	_, group, _ := strings.Cut(name, ".")
+	ns, ok := strings.CutSuffix(group, groupOf(""))
+	if !ok {
+		return ""
+	}
+	return ns
+}
+
 // convertedCRD is a two-version CRD (v1 stores spec.value, v2 calls it
 // spec.amount) that testcluster.WidgetConverter converts. conversion is
 // left unset (Hookwright writes it) or given (cert-controller's CRDs name

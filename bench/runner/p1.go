@@ -157,8 +157,7 @@ func (b *bench) p1Evidence(mark int, warmup string, windows map[string][2]time.T
 		sort.SliceStable(requests, func(i, j int) bool { return requests[i].Received.Before(requests[j].Received) })
 		var lines []string
 		for _, e := range requests {
-			lines = append(lines, fmt.Sprintf("+%s %s %s %s (%s, HTTP %d)",
-				ms(e.Received.Sub(w[0]).Seconds()), e.Verb, e.resource(), e.ObjectRef.Name, ms(e.Completed.Sub(e.Received).Seconds()), e.ResponseStatus.Code))
+			lines = append(lines, requestLine(e, w[0]))
 		}
 		lines = append(lines, fmt.Sprintf("+%s ConversionVerified=True seen", ms(took(ns).Seconds())))
 		return fmt.Sprintf("%s (%s)", ns, ms(took(ns).Seconds())), lines

@@ -153,7 +153,30 @@ func (b *bench) resyncWindow(ctx context.Context, n int, restart bool, args ...s
 		}
 	}
 	res.Breakdown = breakdown(res.Writes)
+	res.Traces = traceWriters(events, res.Writes, started)
 	return res, nil
+}
+
+// writesTraced is how many writing installs an idle resync's report traces.
+const writesTraced = 3
+
+// traceWriters gives, for each of the first writesTraced namespaces with
+// a write, every request about its install in the window.
+func traceWriters(events, writes []auditEvent, from time.Time) []installTrace {
+	var traces []installTrace
+	seen := map[string]bool{}
+	for _, w := range writes {
+		ns := w.ObjectRef.Namespace
+		if ns == "" && w.ObjectRef.Resource == "customresourcedefinitions" {
+			ns = namespaceOfCRD(w.ObjectRef.Name)
+		}
+		if ns == "" || seen[ns] || len(traces) == writesTraced {
+			continue
+		}
+		seen[ns] = true
+		traces = append(traces, installTrace{Namespace: ns, Lines: namespaceTimeline(events, ns, from)})
+	}
+	return traces
 }
 
 func (r *resyncResult) describe(start string) string {

@@ -101,6 +101,16 @@ type resyncResult struct {
 	Took           time.Duration // the restart, or the periodic resync's first reconcile → n installs reconciled
 	Waited         time.Duration // periodic: the restart wave's end → the resync's first reconcile
 	Reconciles     float64
+	// Traces are, for the first installs that wrote (writesTraced), every
+	// request about them in the window, timed from its start: an idle
+	// resync that writes says which install and after what.
+	Traces []installTrace `json:"-"`
+}
+
+// installTrace is one install's requests in a window.
+type installTrace struct {
+	Namespace string
+	Lines     []string
 }
 
 type p4Result struct {
@@ -379,7 +389,19 @@ func (r *Report) evidence(w func(string, ...any)) {
 		notes = append(notes, note)
 	}
 	if row, ok := r.Row("P3"); ok && row.Met != "yes" && r.P3 != nil {
-		notes = append(notes, fmt.Sprintf("**P3.** The audit log shows the writes after the restart: %s; of the periodic resync: %s.", r.P3.Restart.Breakdown, r.P3.Periodic.Breakdown))
+		note := fmt.Sprintf("**P3.** The audit log shows the writes after the restart: %s; of the periodic resync: %s.", r.P3.Restart.Breakdown, r.P3.Periodic.Breakdown)
+		for _, window := range []struct {
+			name   string
+			traces []installTrace
+		}{{"restart", r.P3.Restart.Traces}, {"periodic resync", r.P3.Periodic.Traces}} {
+			for _, t := range window.traces {
+				note += fmt.Sprintf("\n\nThe requests about the install in %s during the %s, timed from its start (audit requestReceivedTimestamp, server time, status):\n", t.Namespace, window.name)
+				for _, line := range t.Lines {
+					note += "\n    " + line
+				}
+			}
+		}
+		notes = append(notes, note)
 	}
 	if p := r.P4; p != nil && len(p.Sizes) > 0 {
 		row, _ := r.Row("P4")
