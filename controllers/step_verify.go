@@ -139,10 +139,18 @@ func (r *WebhookInstallReconciler) verifyConversion(ctx context.Context, s *inst
 			s.retryWithin(verifyForbiddenRetry)
 		case p.converted:
 			c.state = v1alpha1.ConversionVerified
-			if retargeted || !verifiedBefore(s.install, c.name) {
+			switch {
+			case retargeted || !verifiedBefore(s.install, c.name):
 				c.firstVerified = true
 				r.unconfirmed.add(c.name, s.now)
 				s.retryWithin(confirmAfter)
+			case confirm:
+				// A confirmation that agrees writes nothing: the status
+				// keeps the message of the verification it confirms, though
+				// what that read may have changed since (an install whose
+				// objects were stored after its first verification found
+				// none; a restart confirming it rewrote its status).
+				c.message = previousMessage(s.install, c.name)
 			}
 		case p.reason != "":
 			c.state, c.verifyReason = v1alpha1.ConversionFailed, p.reason

@@ -102,6 +102,24 @@ func TestRetargetingWriteIsConfirmed(t *testing.T) {
 	}
 }
 
+// A confirmation that agrees writes nothing, whatever it read: a restart
+// confirming a predecessor's verification keeps the status' message,
+// though objects stored since would make a first verification's message
+// another (seen in the bench: the migration install, verified with no
+// objects, then holding 10,000, got a status write on P3's restart).
+func TestAgreeingConfirmationKeepsTheStatusMessage(t *testing.T) {
+	start := time.Date(2026, 11, 29, 4, 0, 0, 0, time.UTC)
+	rig := newConversionRig(t, func(int) error { return nil })
+	status := rig.verifiedStatus(&metav1.Time{Time: start.Add(-time.Minute)})
+	const first = "dry-run created an object at v2 through the webhook (no objects exist yet), when the predecessor verified it"
+	status.ConversionCRDs[0].Message = first
+
+	_, confirmed := rig.pass(t, status, false, start)
+	if rig.dryRuns != 1 || confirmed.state != v1alpha1.ConversionVerified || confirmed.message != first {
+		t.Errorf("the restart's pass: %d dry runs, state %q, message %q; want one (the confirmation), Verified, the status' message kept", rig.dryRuns, confirmed.state, confirmed.message)
+	}
+}
+
 // VerifiedSince is set by a first verification, kept by the passes that
 // follow, and gone once the state is not Verified; a status written
 // before the field existed is not rewritten just to add it.
