@@ -109,7 +109,7 @@ demo: control-plane ## Run the main job on a local control plane (Ctrl-C to stop
 	go run ./cmd/demo
 
 .PHONY: bench
-bench: control-plane ## Benchmarks against cert-controller v0.16.0 on a local control plane; writes bench/results.md (22-40 min on 2 cores, as fast as the machine is that day: 23m17s at f1f9d31; the goal is 25).
+bench: control-plane ## Benchmarks against cert-controller v0.16.0 on a local control plane; writes bench/results.md (20-40 min on 2 cores, as fast as the machine is that day: 20m10s at 79e408a, 23m17s at f1f9d31; the goal is 25).
 	go build -o bin/hookwright .
 	go build -o bin/bench-certcontroller ./bench/certcontroller
 	go run ./bench/cmd/bench --operator bin/hookwright --anchor bin/bench-certcontroller --out bench/results.md
