@@ -17,6 +17,7 @@ import (
 	v1alpha1 "github.com/hookwright/hookwright/api/v1alpha1"
 	"github.com/hookwright/hookwright/certs"
 	"github.com/hookwright/hookwright/controllers/desired"
+	"github.com/hookwright/hookwright/internal/eventnote"
 	"github.com/hookwright/hookwright/internal/testcluster"
 	"github.com/hookwright/hookwright/internal/testfixtures"
 )
@@ -129,13 +130,13 @@ var _ = Describe("Certificate rotation", func() {
 			"no verification failed during the rotations")
 
 		// Every forced rotation has one Started and one Completed Event.
-		// The install's first certificates (one CA, one serving) have one
-		// CertificatesIssued Event together; the serving certificates
+		// The install's first certificates (one CA, one serving) are told
+		// together, in its Succeeded Event; the serving certificates
 		// each CA rotation reissues from the new CA have none: their CA
 		// rotation's Events tell them (status.rotations lists them).
 		Eventually(func(g Gomega) {
 			g.Expect(rotationEvents(ctx, g, ns)).To(Equal(map[string]int32{
-				"CertificatesIssued":       1,
+				firstCertificatesTold:      1,
 				"CARotationStarted":        int32(caRotations),
 				"CARotationCompleted":      int32(caRotations),
 				"ServingRotationStarted":   int32(servingRotations),
@@ -194,7 +195,7 @@ var _ = Describe("Certificate rotation", func() {
 
 		Eventually(func(g Gomega) {
 			g.Expect(rotationEvents(ctx, g, ns)).To(Equal(map[string]int32{
-				"CertificatesIssued":       1, // the first certificates: one Event, when they are in place
+				firstCertificatesTold:      1, // in the Succeeded Event, the pass they are in place
 				"ServingRotationStarted":   2, // both requests
 				"ServingRotationCompleted": 1, // the second request
 				"ServingRotationFailed":    1,
@@ -202,8 +203,8 @@ var _ = Describe("Certificate rotation", func() {
 			var events eventsv1.EventList
 			g.Expect(k8s.List(ctx, &events, client.InNamespace(ns))).To(Succeed())
 			g.Expect(events.Items).To(ContainElement(And(
-				HaveField("Reason", "CertificatesIssued"), HaveField("Type", corev1.EventTypeNormal), HaveField("Action", "Issue"),
-				HaveField("Note", MatchRegexp(`^first certificates issued for service widget-webhook-service: CA [0-9a-f:]{95}, Serving [0-9a-f:]{95}$`)))))
+				HaveField("Reason", v1alpha1.ReasonSucceeded), HaveField("Type", corev1.EventTypeNormal), HaveField("Action", "Reconcile"),
+				HaveField("Note", MatchRegexp(`^Succeeded: 1 conversion CRD\(s\) served by their webhooks; first certificates issued for service widget-webhook-service: CA [0-9a-f:]{95}, Serving [0-9a-f:]{95}$`)))))
 			g.Expect(events.Items).To(ContainElement(And(
 				HaveField("Reason", "ServingRotationFailed"), HaveField("Type", corev1.EventTypeWarning), HaveField("Action", "Rotate"),
 				HaveField("Regarding.Kind", "WebhookInstall"), HaveField("Regarding.Name", "widgets"),
@@ -356,15 +357,23 @@ func watchCondition(ctx context.Context, ns, name, conditionType string) func() 
 	}
 }
 
-// rotationEvents counts the namespace's certificate Events (rotations and
-// the first certificates' CertificatesIssued) per reason, each
+// firstCertificatesTold counts, in rotationEvents, the Events that tell
+// first certificates (eventnote.Issuance), whatever their reason.
+const firstCertificatesTold = "(first certificates told)"
+
+// rotationEvents counts the namespace's certificate Events per reason
+// (rotations), or under firstCertificatesTold (first certificates), each
 // repeat of a series (events.k8s.io's series.count) included.
 func rotationEvents(ctx context.Context, g Gomega, ns string) map[string]int32 {
 	var events eventsv1.EventList
 	g.Expect(k8s.List(ctx, &events, client.InNamespace(ns))).To(Succeed())
 	count := map[string]int32{}
 	for _, e := range events.Items {
-		if (!strings.Contains(e.Reason, "Rotation") || e.Reason == "RotationRequestInvalid") && e.Reason != "CertificatesIssued" {
+		if _, ok := eventnote.ParseIssuance(e.Note); ok {
+			count[firstCertificatesTold]++
+			continue
+		}
+		if !strings.Contains(e.Reason, "Rotation") || e.Reason == "RotationRequestInvalid" {
 			continue
 		}
 		n := int32(1)

@@ -13,6 +13,7 @@ import (
 
 	v1alpha1 "github.com/hookwright/hookwright/api/v1alpha1"
 	"github.com/hookwright/hookwright/certs"
+	"github.com/hookwright/hookwright/internal/eventnote"
 )
 
 // writeStatus computes the status from what this pass learned and writes
@@ -255,17 +256,37 @@ func crdUnverifiable(s *installState) string {
 // recordTransitions emits an Event when the phase or its reason changes
 // (phaseChangeTold), and for every rotation that started or ended; never
 // on a resync that changes nothing.
+//
+// An install's first certificates are in place when its webhook is first
+// verified, which is the pass its phase turns Succeeded: that one Event
+// tells both ("Succeeded: ...; first certificates issued for service
+// ..."), so a new install records one Event, not two. They are told
+// apart when they happen in different passes, or when together they
+// would not fit an Event's note.
 func (r *WebhookInstallReconciler) recordTransitions(install *v1alpha1.WebhookInstall, old, next v1alpha1.WebhookInstallStatus) {
-	r.recordRotations(install, old.Rotations, next.Rotations)
+	issued := r.recordRotations(install, old.Rotations, next.Rotations)
 	r.recordMigrations(install, old.StorageMigrations, next.StorageMigrations)
+	var issuance string
+	if len(issued) > 0 {
+		issuance = issuanceNote(issued)
+	}
 	if !phaseChangeTold(old, next) {
+		if issuance != "" {
+			r.Recorder.Eventf(install, nil, corev1.EventTypeNormal, eventnote.ReasonCertificatesIssued, "Issue", "%s", issuance)
+		}
 		return
 	}
 	eventType := corev1.EventTypeNormal
 	if next.Phase == v1alpha1.PhaseFailed {
 		eventType = corev1.EventTypeWarning
 	}
-	r.Recorder.Eventf(install, nil, eventType, next.Reason, "Reconcile", "%s: %s", next.Phase, next.Message)
+	phase := fmt.Sprintf("%s: %s", next.Phase, next.Message)
+	if joined, fits := eventnote.WithIssuance(phase, issuance); fits {
+		r.Recorder.Eventf(install, nil, eventType, next.Reason, "Reconcile", "%s", joined)
+		return
+	}
+	r.Recorder.Eventf(install, nil, corev1.EventTypeNormal, eventnote.ReasonCertificatesIssued, "Issue", "%s", issuance)
+	r.Recorder.Eventf(install, nil, eventType, next.Reason, "Reconcile", "%s", phase)
 }
 
 // phaseChangeTold: a change of phase or reason gets an Event, except a

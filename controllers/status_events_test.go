@@ -100,17 +100,70 @@ func TestRecordRotationsTellsTransitionsOnly(t *testing.T) {
 			nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			recorder := events.NewFakeRecorder(10)
-			r := &WebhookInstallReconciler{Recorder: recorder}
-			r.recordRotations(&v1alpha1.WebhookInstall{}, tc.old, tc.next)
-			close(recorder.Events)
-			var got []string
-			for e := range recorder.Events {
-				got = append(got, e)
-			}
-			if !slices.Equal(got, tc.want) {
+			// A pass whose phase stays as it was: the rotations' own Events.
+			old := v1alpha1.WebhookInstallStatus{Phase: v1alpha1.PhaseSucceeded, Reason: v1alpha1.ReasonSucceeded, Rotations: tc.old}
+			next := old
+			next.Rotations = tc.next
+			if got := recordedTransitions(old, next); !slices.Equal(got, tc.want) {
 				t.Errorf("Events:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(tc.want, "\n"))
 			}
 		})
 	}
+}
+
+// A new install's first certificates are in place in the pass that
+// verifies its webhook, which is the pass it succeeds: one Event tells
+// both.
+func TestRecordTransitionsTellsFirstCertificatesWithThePhase(t *testing.T) {
+	initial := func(kind v1alpha1.RotationKind, fingerprint string, outcome v1alpha1.RotationOutcome) v1alpha1.RotationRecord {
+		return v1alpha1.RotationRecord{Service: "svc", Kind: kind, Reason: rotation.ReasonInitial, NewFingerprint: fingerprint, Outcome: outcome}
+	}
+	inFlight := []v1alpha1.RotationRecord{initial(v1alpha1.RotationCA, "c1", v1alpha1.RotationInProgress), initial(v1alpha1.RotationServing, "s1", v1alpha1.RotationInProgress)}
+	inPlace := []v1alpha1.RotationRecord{initial(v1alpha1.RotationCA, "c1", v1alpha1.RotationSucceeded), initial(v1alpha1.RotationServing, "s1", v1alpha1.RotationSucceeded)}
+	status := func(phase v1alpha1.InstallPhase, reason, message string, rotations []v1alpha1.RotationRecord) v1alpha1.WebhookInstallStatus {
+		return v1alpha1.WebhookInstallStatus{Phase: phase, Reason: reason, Message: message, Rotations: rotations}
+	}
+	installing := status(v1alpha1.PhaseInstalling, v1alpha1.ReasonInProgress, "verifying", inFlight)
+	long := strings.Repeat("x", 1000)
+	for _, tc := range []struct {
+		name      string
+		old, next v1alpha1.WebhookInstallStatus
+		want      []string
+	}{
+		{"the install succeeds as its first certificates are in place: one Event",
+			installing, status(v1alpha1.PhaseSucceeded, v1alpha1.ReasonSucceeded, "1 conversion CRD(s) served by their webhooks", inPlace),
+			[]string{"Normal Succeeded Succeeded: 1 conversion CRD(s) served by their webhooks; first certificates issued for service svc: CA c1, Serving s1"}},
+		{"it fails as they are in place: the Warning tells them",
+			installing, status(v1alpha1.PhaseFailed, v1alpha1.ReasonOwnerConflict, "taken", inPlace),
+			[]string{"Warning OwnerConflict Failed: taken; first certificates issued for service svc: CA c1, Serving s1"}},
+		{"too long for one note: told apart, the certificates first",
+			installing, status(v1alpha1.PhaseSucceeded, v1alpha1.ReasonSucceeded, long, inPlace),
+			[]string{"Normal CertificatesIssued first certificates issued for service svc: CA c1, Serving s1", "Normal Succeeded Succeeded: " + long}},
+		{"in place in a step within Installing, which has no Event: told alone",
+			installing, status(v1alpha1.PhaseInstalling, v1alpha1.ReasonDeploymentUnavailable, "waiting", inPlace),
+			[]string{"Normal CertificatesIssued first certificates issued for service svc: CA c1, Serving s1"}},
+		{"a phase change with no certificates: the phase alone",
+			status(v1alpha1.PhaseSucceeded, v1alpha1.ReasonSucceeded, "served", inPlace), status(v1alpha1.PhaseInstalling, v1alpha1.ReasonDeploymentUnavailable, "waiting", inPlace),
+			[]string{"Normal DeploymentUnavailable Installing: waiting"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := recordedTransitions(tc.old, tc.next); !slices.Equal(got, tc.want) {
+				t.Errorf("Events:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(tc.want, "\n"))
+			}
+		})
+	}
+}
+
+// recordedTransitions lists the Events recordTransitions emits for a pass
+// from old to next, as "<type> <reason> <note>".
+func recordedTransitions(old, next v1alpha1.WebhookInstallStatus) []string {
+	recorder := events.NewFakeRecorder(10)
+	r := &WebhookInstallReconciler{Recorder: recorder}
+	r.recordTransitions(&v1alpha1.WebhookInstall{}, old, next)
+	close(recorder.Events)
+	var got []string
+	for e := range recorder.Events {
+		got = append(got, e)
+	}
+	return got
 }

@@ -152,7 +152,9 @@ func certificatesMessage(s *installState) string {
 }
 
 // recordRotations emits an Event per rotation started and per rotation
-// that ended, by comparing the audit trail before and after the pass.
+// that ended, by comparing the audit trail before and after the pass, and
+// returns the first certificates now in place, for recordTransitions to
+// tell.
 // Reasons name the kind (CARotationStarted, ServingRotationCompleted, ...):
 // events.k8s.io groups Events by object, reason and action into a series
 // regardless of the note, and CA and serving rotations must not merge.
@@ -162,17 +164,16 @@ func certificatesMessage(s *installState) string {
 // Two kinds of rotation are not transitions anyone acts on when they
 // start (eventsOf): an install's first certificates replace nothing, so
 // all those that complete in one pass (a Service's CA and serving
-// certificate, usually together) get one CertificatesIssued Event, whose
-// note names each (issuanceNote); and a serving certificate moved to a
+// certificate, usually together) are told in one note that names each
+// (issuanceNote); and a serving certificate moved to a
 // new CA is a step of that CA's rotation, whose Events tell it, so it
 // gets an Event only if it fails. That is three writes less per install,
 // and two per CA rotation.
-func (r *WebhookInstallReconciler) recordRotations(install *v1alpha1.WebhookInstall, old, next []v1alpha1.RotationRecord) {
+func (r *WebhookInstallReconciler) recordRotations(install *v1alpha1.WebhookInstall, old, next []v1alpha1.RotationRecord) (issued []v1alpha1.RotationRecord) {
 	known := map[string]v1alpha1.RotationOutcome{}
 	for _, rec := range old {
 		known[rotationKey(rec)] = rec.Outcome
 	}
-	var issued []v1alpha1.RotationRecord
 	for _, rec := range next {
 		before, seen := known[rotationKey(rec)]
 		told := eventsOf(rec)
@@ -196,9 +197,7 @@ func (r *WebhookInstallReconciler) recordRotations(install *v1alpha1.WebhookInst
 				"%s certificate rotation of service %s did not complete: %s", rec.Kind, rec.Service, rec.Message)
 		}
 	}
-	if len(issued) > 0 {
-		r.Recorder.Eventf(install, nil, corev1.EventTypeNormal, eventnote.ReasonCertificatesIssued, "Issue", "%s", issuanceNote(issued))
-	}
+	return issued
 }
 
 // rotationTold says which Events tell a rotation that did not fail.

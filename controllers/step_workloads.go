@@ -172,7 +172,10 @@ func podsMade(dep *appsv1.Deployment) bool {
 }
 
 // ensureServiceAccount creates a missing ServiceAccount bare: Hookwright
-// never grants permissions on anyone's behalf.
+// never grants permissions on anyone's behalf. It records no Event: the
+// account is a step of the install, and its labels (managed-by, install)
+// are the lasting record of every identity Hookwright made, which an
+// Event's hour would not be.
 func (r *WebhookInstallReconciler) ensureServiceAccount(ctx context.Context, s *installState, name string) error {
 	if name == "" || name == "default" {
 		return nil
@@ -183,15 +186,11 @@ func (r *WebhookInstallReconciler) ensureServiceAccount(ctx context.Context, s *
 		return err
 	}
 	sa = &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: s.install.Namespace, Name: name, Labels: desired.InstallLabels(s.install)}}
-	switch err := r.Client.Create(ctx, sa, client.FieldOwner(desired.FieldManager)); {
-	case apierrors.IsAlreadyExists(err):
-		// Made by someone else since the read: not Hookwright's account,
-		// and it may carry permissions the Event would deny.
-		return nil
-	case err != nil:
+	// AlreadyExists: made by someone else since the read, so not
+	// Hookwright's account to make.
+	if err := r.Client.Create(ctx, sa, client.FieldOwner(desired.FieldManager)); err != nil && !apierrors.IsAlreadyExists(err) {
 		return fmt.Errorf("creating service account %s: %w", name, err)
 	}
-	r.Recorder.Eventf(s.install, sa, corev1.EventTypeNormal, "CreatedServiceAccount", "Create", "Created service account %s without permissions", name)
 	return nil
 }
 

@@ -2,6 +2,7 @@ package controllers
 
 import (
 	"context"
+	"maps"
 	"testing"
 	"time"
 
@@ -248,19 +249,19 @@ func rolled(dep *appsv1.Deployment) {
 		Conditions: []appsv1.DeploymentCondition{{Type: appsv1.DeploymentAvailable, Status: corev1.ConditionTrue}}}
 }
 
-// ensureServiceAccount tells of the accounts it created, and of no other:
-// one that appeared between its read and its create (another controller,
-// an admin) is not Hookwright's, and may carry permissions the Event's
-// "without permissions" would deny.
-func TestEnsureServiceAccountTellsOnlyItsOwnCreate(t *testing.T) {
+// ensureServiceAccount labels the accounts it created, the lasting record
+// an admin audits them by, and no other: one that appeared between its
+// read and its create (another controller, an admin) is not Hookwright's,
+// and is neither relabeled nor an error. Neither is told by an Event.
+func TestEnsureServiceAccountLabelsOnlyItsOwnCreate(t *testing.T) {
 	const ns, account = "team-a", "widget-webhook"
 	for _, tc := range []struct {
 		name         string
 		someoneFirst bool // the account appears after the read, before Hookwright's create
-		wantEvents   int
+		wantLabels   map[string]string
 	}{
-		{name: "created by Hookwright", wantEvents: 1},
-		{name: "created by someone else after the read", someoneFirst: true, wantEvents: 0},
+		{name: "created by Hookwright", wantLabels: map[string]string{desired.LabelManagedBy: desired.ManagedByValue, desired.LabelInstall: "widgets"}},
+		{name: "created by someone else after the read", someoneFirst: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			scheme := runtime.NewScheme()
@@ -284,11 +285,15 @@ func TestEnsureServiceAccountTellsOnlyItsOwnCreate(t *testing.T) {
 			if err := r.ensureServiceAccount(context.Background(), s, account); err != nil {
 				t.Fatal(err)
 			}
-			if got := len(recorder.Events); got != tc.wantEvents {
-				t.Errorf("%d Event(s), want %d", got, tc.wantEvents)
+			if got := len(recorder.Events); got != 0 {
+				t.Errorf("%d Event(s), want none: the account is a step, its labels the record", got)
 			}
-			if err := c.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: account}, &corev1.ServiceAccount{}); err != nil {
-				t.Errorf("the account is missing after the step: %v", err)
+			sa := &corev1.ServiceAccount{}
+			if err := c.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: account}, sa); err != nil {
+				t.Fatalf("the account is missing after the step: %v", err)
+			}
+			if !maps.Equal(sa.Labels, tc.wantLabels) {
+				t.Errorf("labels %v, want %v", sa.Labels, tc.wantLabels)
 			}
 		})
 	}

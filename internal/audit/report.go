@@ -170,7 +170,8 @@ func fromRecord(in *v1alpha1.WebhookInstall, rec v1alpha1.RotationRecord) Rotati
 // (controllers/status_rotations.go): "<kind> certificate rotation of
 // service <svc> started (<reason>: <message>): <old> -> <new>". An
 // install's first certificates have no Started Event: Hookwright tells
-// them in one CertificatesIssued Event (eventnote.Issuance); releases
+// them in one note (eventnote.Issuance), at the end of the phase Event of
+// the pass that put them in place or in a CertificatesIssued Event; releases
 // before it wrote one <Kind>RotationCompleted Event each, with the
 // started note and " and completed" after it, which a cluster upgraded
 // within an Event's lifetime may still hold.
@@ -184,8 +185,8 @@ var startedNote = regexp.MustCompile(`^(\S+) certificate rotation of service (\S
 func fromEvents(events []corev1.Event) []Rotation {
 	var out []Rotation
 	for _, e := range events {
-		if e.InvolvedObject.Kind == "WebhookInstall" && e.Reason == eventnote.ReasonCertificatesIssued {
-			out = append(out, fromIssuance(e)...)
+		if first, ok := fromIssuance(e); ok {
+			out = append(out, first...)
 			continue
 		}
 		started := strings.HasSuffix(e.Reason, "RotationStarted")
@@ -214,13 +215,18 @@ func fromEvents(events []corev1.Event) []Rotation {
 	return out
 }
 
-// fromIssuance reads an install's first certificates from its
-// CertificatesIssued Event. The Event is recorded once they are in place:
-// its time stands for their start (status.rotations has the exact one).
-func fromIssuance(e corev1.Event) []Rotation {
+// fromIssuance reads an install's first certificates from the Event that
+// tells them: its CertificatesIssued Event, or the phase Event of the pass
+// that put them in place, whose note ends with them. The Event is
+// recorded once they are in place: its time stands for their start
+// (status.rotations has the exact one).
+func fromIssuance(e corev1.Event) (first []Rotation, ok bool) {
+	if e.InvolvedObject.Kind != "WebhookInstall" {
+		return nil, false
+	}
 	issued, ok := eventnote.ParseIssuance(e.Message)
 	if !ok {
-		return nil
+		return nil, false
 	}
 	at := eventTime(e)
 	out := make([]Rotation, 0, len(issued))
@@ -229,7 +235,7 @@ func fromIssuance(e corev1.Event) []Rotation {
 			Reason: rotation.ReasonInitial, Started: metav1.NewTime(at.Truncate(time.Second)), Outcome: string(v1alpha1.RotationSucceeded),
 			NewFingerprint: c.Fingerprint, Source: "event"})
 	}
-	return out
+	return out, true
 }
 
 // eventTime is when an Event happened: events.k8s.io's eventTime, or the

@@ -62,6 +62,19 @@ func issuanceEvent(in v1alpha1.WebhookInstall, at time.Duration, issued ...event
 	}
 }
 
+// succeededEvent is a new install's one Event as
+// controllers/status.go writes it: its phase change, with its first
+// certificates told at the end.
+func succeededEvent(in v1alpha1.WebhookInstall, at time.Duration, issued ...eventnote.Issued) corev1.Event {
+	note, _ := eventnote.WithIssuance("Succeeded: 1 conversion CRD(s) served by their webhooks", eventnote.Issuance(issued))
+	return corev1.Event{
+		InvolvedObject: corev1.ObjectReference{Kind: "WebhookInstall", Namespace: in.Namespace, Name: in.Name, UID: in.UID},
+		Reason:         v1alpha1.ReasonSucceeded,
+		Message:        note,
+		EventTime:      metav1.NewMicroTime(t0.Add(at)),
+	}
+}
+
 // legacyIssuanceEvent is the Event of one first certificate as releases
 // before CertificatesIssued wrote it: a Completed Event whose note says it
 // started and completed.
@@ -124,6 +137,27 @@ func TestBuildListsEachRotationOnceOldestFirst(t *testing.T) {
 	}
 	if last := report.Installs[0].LastRotation; last == nil || last.NewFingerprint != "ca2" {
 		t.Errorf("last rotation = %+v, want the CA rotation to ca2", last)
+	}
+}
+
+func TestBuildReadsFirstCertificatesFromThePhaseEvent(t *testing.T) {
+	in := install("team-a", "crontabs")
+	ca := eventnote.Issued{Service: "a-service", Kind: "CA", Fingerprint: "ca0"}
+	serving := eventnote.Issued{Service: "a-service", Kind: "Serving", Fingerprint: "s0"}
+	onCRD := succeededEvent(in, time.Hour, ca)
+	onCRD.InvolvedObject.Kind = "CustomResourceDefinition" // only an install's Events tell its certificates
+	report := Build([]v1alpha1.WebhookInstall{in}, []corev1.Event{succeededEvent(in, 30*time.Minute, ca, serving), onCRD}, time.Time{}, t0.Add(2*time.Hour))
+
+	var got []string
+	for _, r := range report.Rotations {
+		got = append(got, strings.Join([]string{r.Install, r.Kind, r.Reason, r.NewFingerprint, r.Outcome, r.Started.UTC().Format(time.RFC3339)}, " "))
+	}
+	want := []string{
+		"crontabs CA Initial ca0 Succeeded " + t0.Add(30*time.Minute).Format(time.RFC3339),
+		"crontabs Serving Initial s0 Succeeded " + t0.Add(30*time.Minute).Format(time.RFC3339),
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("rotations:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 }
 

@@ -2,6 +2,7 @@ package eventnote
 
 import (
 	"reflect"
+	"strings"
 	"testing"
 )
 
@@ -51,6 +52,45 @@ func TestParseIssuanceRejectsOtherNotes(t *testing.T) {
 		"first certificates issued for service hooks: CA",
 		"first certificates issued for service hooks CA " + fpCA,
 		"first certificates issued for service hooks: CA " + fpCA + " and more",
+	} {
+		if got, ok := ParseIssuance(note); ok {
+			t.Errorf("ParseIssuance(%q) = %v, want not ok", note, got)
+		}
+	}
+}
+
+func TestWithIssuanceReadsBackAfterAPhaseNote(t *testing.T) {
+	issued := []Issued{{"hooks", "CA", fpCA}, {"hooks", "Serving", fpServing}}
+	joined, fits := WithIssuance("Succeeded: 1 conversion CRD(s) served by their webhooks", Issuance(issued))
+	if want := "Succeeded: 1 conversion CRD(s) served by their webhooks; first certificates issued for service hooks: CA " + fpCA + ", Serving " + fpServing; !fits || joined != want {
+		t.Fatalf("WithIssuance = %q, %v; want %q, true", joined, fits, want)
+	}
+	if got, ok := ParseIssuance(joined); !ok || !reflect.DeepEqual(got, issued) {
+		t.Errorf("ParseIssuance(%q) = %v, %v; want %v", joined, got, ok, issued)
+	}
+}
+
+func TestWithIssuanceKeepsToTheNoteLimit(t *testing.T) {
+	issuance := Issuance([]Issued{{"hooks", "CA", fpCA}})
+	phase := func(n int) string { return "Succeeded: " + strings.Repeat("x", n-len("Succeeded: ")) }
+	room := noteLimit - len(issuanceSeparator) - len(issuance)
+	if joined, fits := WithIssuance(phase(room), issuance); !fits || len(joined) != noteLimit {
+		t.Errorf("a note of exactly %d bytes: fits %v, %d bytes", noteLimit, fits, len(joined))
+	}
+	if _, fits := WithIssuance(phase(room+1), issuance); fits {
+		t.Errorf("a note of %d bytes fits, want told apart", noteLimit+1)
+	}
+	if joined, fits := WithIssuance(phase(2*noteLimit), ""); !fits || joined != phase(2*noteLimit) {
+		t.Errorf("no issuance: the note must stay as it is")
+	}
+}
+
+func TestParseIssuanceFindsItOnlyAtTheEnd(t *testing.T) {
+	// A phase note that mentions the words without the separator is not
+	// an issuance.
+	for _, note := range []string{
+		"Failed: first certificates issued for service hooks: CA " + fpCA,
+		"Succeeded: ok; first certificates issued for service hooks: CA " + fpCA + "; and more",
 	} {
 		if got, ok := ParseIssuance(note); ok {
 			t.Errorf("ParseIssuance(%q) = %v, want not ok", note, got)
