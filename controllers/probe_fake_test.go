@@ -16,6 +16,12 @@ import (
 // answers each dry-run create, list each list of one object (nil: none
 // stored). A create that is not a dry run fails the probe.
 func probeAnswers(crd *apiextensionsv1.CustomResourceDefinition, dryRun func() error, list func() error) *dynamicfake.FakeDynamicClient {
+	return probeAnswersStoring(crd, dryRun, func() ([]unstructured.Unstructured, error) { return nil, list() })
+}
+
+// probeAnswersStoring is probeAnswers whose lists return the objects
+// list gives.
+func probeAnswersStoring(crd *apiextensionsv1.CustomResourceDefinition, dryRun func() error, list func() ([]unstructured.Unstructured, error)) *dynamicfake.FakeDynamicClient {
 	listKinds := map[schema.GroupVersionResource]string{}
 	for _, v := range []string{"v1", "v2"} {
 		listKinds[schema.GroupVersionResource{Group: crd.Spec.Group, Version: v, Resource: crd.Spec.Names.Plural}] = crd.Spec.Names.ListKind
@@ -32,10 +38,11 @@ func probeAnswers(crd *apiextensionsv1.CustomResourceDefinition, dryRun func() e
 		return true, create.GetObject(), nil
 	})
 	c.PrependReactor("list", "*", func(clienttesting.Action) (bool, runtime.Object, error) {
-		if err := list(); err != nil {
+		items, err := list()
+		if err != nil {
 			return true, nil, err
 		}
-		return true, &unstructured.UnstructuredList{Object: map[string]any{"apiVersion": "v1", "kind": "List"}}, nil
+		return true, &unstructured.UnstructuredList{Object: map[string]any{"apiVersion": "v1", "kind": "List"}, Items: items}, nil
 	})
 	return c
 }

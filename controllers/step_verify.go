@@ -68,6 +68,8 @@ type probe struct {
 	// err is the API server's error, when it gave one.
 	err       error
 	forbidden *verifyForbiddenError
+	// readStored: a stored object was read, converted from storage.
+	readStored bool
 }
 
 // result is the probe's label on hookwright_conversion_verifications_total.
@@ -115,6 +117,15 @@ func (r *WebhookInstallReconciler) verifyConversion(ctx context.Context, s *inst
 			c.written = false // as loaded as a later pass would find it: verified now
 		}
 		confirm := r.confirmationDue(s, c.name)
+		// A confirmation is owed because the first verification may have
+		// converted through the previous configuration, which a dry run
+		// through the webhook now rules out. When that verification found
+		// no stored object, its reads proved nothing to confirm: reading
+		// again would prove only what objects stored in the seconds since
+		// do, which no later moment is checked for either. So it is a dry
+		// run alone, as a rotation's (two reads less per CRD of every new
+		// install).
+		confirmDryRun := confirm && r.unconfirmed.takeReadNothing(c.name)
 		if !confirm && !retargeted && r.stillVerified(s, c) {
 			c.state, c.trusted, c.message = v1alpha1.ConversionVerified, true, previousMessage(s.install, c.name)
 			continue
@@ -125,7 +136,7 @@ func (r *WebhookInstallReconciler) verifyConversion(ctx context.Context, s *inst
 			continue
 		}
 		var p probe
-		if !confirm && !retargeted && verifiedThroughRotation(s, c) {
+		if confirmDryRun || !confirm && !retargeted && verifiedThroughRotation(s, c) {
 			p = r.reprobeConversion(ctx, s.install, c.crd, version, previousMessage(s.install, c.name))
 		} else {
 			p = r.probeConversion(ctx, s.install, c.crd, version)
@@ -143,6 +154,9 @@ func (r *WebhookInstallReconciler) verifyConversion(ctx context.Context, s *inst
 			case retargeted || !verifiedBefore(s.install, c.name):
 				c.firstVerified = true
 				r.unconfirmed.add(c.name, s.now)
+				if !p.readStored {
+					r.unconfirmed.markReadNothing(c.name)
+				}
 				s.retryWithin(confirmAfter)
 			case confirm:
 				// A confirmation that agrees writes nothing: the status
@@ -271,14 +285,19 @@ func (r *WebhookInstallReconciler) probeConversion(ctx context.Context, install 
 	stored := make(chan storedRead, 1)
 	go func() { stored <- r.readStored(ctx, install, crd, version) }()
 	err := r.dryRunAt(ctx, install, crd, version)
-	sr := <-stored
+	return judgeProbe(ctx, install, crd, version, <-stored, err)
+}
+
+// judgeProbe says what a read of a stored object and a dry run (err its
+// error) prove together.
+func judgeProbe(ctx context.Context, install *v1alpha1.WebhookInstall, crd *apiextensionsv1.CustomResourceDefinition, version string, sr storedRead, err error) probe {
 	if sr.failed != nil {
 		return *sr.failed
 	}
 	read := sr.read
 	if err == nil {
 		if read != "" {
-			return probe{converted: true, trusted: true, message: read}
+			return probe{converted: true, trusted: true, message: read, readStored: true}
 		}
 		return probe{converted: true, trusted: true, message: fmt.Sprintf("dry-run created an object at %s through the webhook (no objects exist yet)", version)}
 	}
@@ -287,14 +306,14 @@ func (r *WebhookInstallReconciler) probeConversion(ctx context.Context, install 
 	case reason == v1alpha1.ReasonConversionRefused && read != "":
 		// Hookwright's empty object is no stored object: the webhook
 		// answered, and the stored object read converted.
-		return probe{converted: true, trusted: true, message: fmt.Sprintf("%s; the webhook also answered a dry-run, refusing Hookwright's empty object (%v)", read, err)}
+		return probe{converted: true, trusted: true, message: fmt.Sprintf("%s; the webhook also answered a dry-run, refusing Hookwright's empty object (%v)", read, err), readStored: true}
 	case reason == v1alpha1.ReasonConversionRefused:
 		return probe{trusted: true, message: fmt.Sprintf("no %s exist yet and the webhook refused the dry-run object Hookwright made at %s (%v); "+
 			"the API server reached and trusted the webhook. Verification runs again on the next change", crd.Spec.Names.Plural, version, err)}
 	case reason == "" && read != "":
 		// As before dry-runs: the read stands, though the API server may
 		// have answered it from its watch cache.
-		return probe{converted: true, trusted: true, message: fmt.Sprintf("%s (maybe from the API server's watch cache: a dry-run object that would make it call the webhook now was rejected before conversion: %v)", read, err)}
+		return probe{converted: true, trusted: true, message: fmt.Sprintf("%s (maybe from the API server's watch cache: a dry-run object that would make it call the webhook now was rejected before conversion: %v)", read, err), readStored: true}
 	case reason == "" && apierrors.IsForbidden(err):
 		return probe{forbidden: &verifyForbiddenError{resource: crdResource(crd), cause: err.Error()}}
 	case reason == "":
@@ -310,18 +329,18 @@ func (r *WebhookInstallReconciler) probeConversion(ctx context.Context, install 
 // through the caBundle; the read of a stored object would add what the
 // webhook does with stored objects, which a rotation does not change. So
 // the read follows only when the dry run did not convert (an object the
-// schema rejects before conversion, an error): probeConversion then says
-// what it can. verified is the message of a conversion proven by the dry
-// run alone: the last full verification's, which stands ("" for a dry
-// run's own).
+// schema rejects before conversion, an error), and with the dry run's
+// answer says what it can (judgeProbe). verified is the message of a
+// conversion proven by the dry run alone: the last full verification's,
+// which stands ("" for a dry run's own).
 //
 // Before, each such pass also read twice per CRD (in the install's
 // namespace, then anywhere): in a storm of 300 CA rotations of two CRDs
 // each, 14 reads per rotation, and 70.5 requests per rotation in all
 // against 58.7 without them.
 func (r *WebhookInstallReconciler) reprobeConversion(ctx context.Context, install *v1alpha1.WebhookInstall, crd *apiextensionsv1.CustomResourceDefinition, version, verified string) probe {
-	if r.dryRunAt(ctx, install, crd, version) != nil {
-		return r.probeConversion(ctx, install, crd, version)
+	if err := r.dryRunAt(ctx, install, crd, version); err != nil {
+		return judgeProbe(ctx, install, crd, version, r.readStored(ctx, install, crd, version), err)
 	}
 	if verified == "" {
 		verified = fmt.Sprintf("dry-run created an object at %s through the webhook", version)

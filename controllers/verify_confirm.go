@@ -32,7 +32,8 @@ const confirmAfter = 2 * time.Second
 // verified again until something changes). A failed verification needs no
 // second look: the API server's error names the webhook it called. One
 // more conversion a moment later, which writes nothing when it agrees,
-// bounds such a mistake to that moment. A CRD verified before (a
+// bounds such a mistake to that moment; it reads a stored object again
+// only if the first verification read one (readNothing). A CRD verified before (a
 // certificate rotation's re-verification) already converted through this
 // webhook: its caBundle changes, not where conversions go.
 //
@@ -55,6 +56,10 @@ const confirmAfter = 2 * time.Second
 type unconfirmedVerifications struct {
 	mu  sync.Mutex
 	due map[string]time.Time
+	// readNothing are the keys whose first verification found no stored
+	// object to read (markReadNothing): their confirmation needs a dry run
+	// alone (verifyConversion).
+	readNothing map[string]bool
 
 	// started is when this manager's first pass ran (begin); inherited are
 	// the keys whose predecessor's verification it has taken on (inherit).
@@ -117,6 +122,29 @@ func (u *unconfirmedVerifications) add(key string, now time.Time) {
 		u.markInherited(key) // its VerifiedSince will look like a predecessor's
 	}
 	u.setDue(key, now.Add(confirmAfter))
+	delete(u.readNothing, key)
+}
+
+// markReadNothing records that key's first verification, just added,
+// found no stored object to read.
+func (u *unconfirmedVerifications) markReadNothing(key string) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if u.readNothing == nil {
+		u.readNothing = map[string]bool{}
+	}
+	u.readNothing[key] = true
+}
+
+// takeReadNothing reports whether the verification key's confirmation
+// confirms found no stored object, and forgets it. A predecessor's
+// (inherit) is not known, so it reads again.
+func (u *unconfirmedVerifications) takeReadNothing(key string) bool {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	nothing := u.readNothing[key]
+	delete(u.readNothing, key)
+	return nothing
 }
 
 // take reports whether key's confirmation is due at now, and then forgets

@@ -12,6 +12,7 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/utils/ptr"
@@ -67,6 +68,52 @@ func testFirstVerificationConfirmed(t *testing.T, writtenThisPass bool) {
 	}
 }
 
+// A first verification is confirmed because it may have converted
+// through the previous configuration: the confirmation's dry run, now
+// through the webhook, rules that out. It reads stored objects again only
+// when the first verification read one; when that found none, its reads
+// proved nothing a second read would confirm. A predecessor's
+// verification is not known, so its confirmation reads again.
+func TestConfirmationRereadsOnlyWhatTheFirstVerificationRead(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		stored    bool
+		inherited bool // verified by a predecessor, confirmed after a restart
+		wantLists int  // by the confirmation
+	}{
+		{name: "nothing stored: a dry run alone", wantLists: 0},
+		{name: "an object stored: read again", stored: true, wantLists: 1},
+		{name: "a predecessor's verification: read again", inherited: true, wantLists: 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rig := newConversionRig(t, func(int) error { return nil })
+			rig.stored = tc.stored
+			t0 := time.Date(2026, 11, 28, 12, 0, 0, 0, time.UTC)
+			var verified v1alpha1.WebhookInstallStatus
+			if tc.inherited {
+				since := metav1.NewTime(t0)
+				verified = rig.verifiedStatus(&since)
+				rig.r.unconfirmed.begin(t0.Add(time.Minute)) // the successor starts a minute later
+			} else {
+				rig.r.unconfirmed.begin(t0.Add(-time.Minute))
+				s, first := rig.pass(t, v1alpha1.WebhookInstallStatus{Phase: v1alpha1.PhaseInstalling}, true, t0)
+				if first.state != v1alpha1.ConversionVerified || s.retryAfter != confirmAfter {
+					t.Fatalf("first verification: state %q, retry after %s; want Verified, confirmed after %s", first.state, s.retryAfter, confirmAfter)
+				}
+				verified = rig.verifiedStatus(crdVerifiedSince(s, first))
+			}
+			lists, dryRuns := rig.lists, rig.dryRuns
+			_, confirmed := rig.pass(t, verified, false, t0.Add(time.Minute+confirmAfter+time.Second))
+			if confirmed.state != v1alpha1.ConversionVerified || rig.dryRuns != dryRuns+1 {
+				t.Fatalf("confirmation: state %q, %d dry run(s); want Verified through one dry run", confirmed.state, rig.dryRuns-dryRuns)
+			}
+			if got := rig.lists - lists; got != tc.wantLists {
+				t.Errorf("the confirmation listed %d time(s), want %d", got, tc.wantLists)
+			}
+		})
+	}
+}
+
 const rigCRD = "widgets.example.com"
 
 // conversionRig is a reconciler whose API server holds one CRD served at
@@ -79,6 +126,8 @@ type conversionRig struct {
 	ca      *certs.CA
 	dryRuns int
 	lists   int // reads of stored objects
+	// stored: a Widget is stored in the install's namespace.
+	stored bool
 	// bundleOnly: a pass's write changes only the caBundle.
 	bundleOnly bool
 }
@@ -109,12 +158,20 @@ func newConversionRig(t *testing.T, answer func(n int) error) *conversionRig {
 			return nil
 		},
 	})
-	resources := probeAnswers(rig.crd, func() error {
+	resources := probeAnswersStoring(rig.crd, func() error {
 		rig.dryRuns++
 		return answer(rig.dryRuns)
-	}, func() error {
+	}, func() ([]unstructured.Unstructured, error) {
 		rig.lists++
-		return nil // no stored object
+		if !rig.stored {
+			return nil, nil
+		}
+		w := unstructured.Unstructured{}
+		w.SetAPIVersion("example.com/v2")
+		w.SetKind("Widget")
+		w.SetNamespace("team-a")
+		w.SetName("stored")
+		return []unstructured.Unstructured{w}, nil
 	})
 	rig.r = &WebhookInstallReconciler{Client: c, APIReader: c, Resources: resources}
 	var err error
