@@ -123,8 +123,8 @@ func (r *WebhookInstallReconciler) verifyConversion(ctx context.Context, s *inst
 		// no stored object, its reads proved nothing to confirm: reading
 		// again would prove only what objects stored in the seconds since
 		// do, which no later moment is checked for either. So it is a dry
-		// run alone, as a rotation's (two reads less per CRD of every new
-		// install).
+		// run alone, as a rotation's: two reads less per CRD of a new
+		// install whose CRDs hold no object yet.
 		confirmDryRun := confirm && r.unconfirmed.takeReadNothing(c.name)
 		if !confirm && !retargeted && r.stillVerified(s, c) {
 			c.state, c.trusted, c.message = v1alpha1.ConversionVerified, true, previousMessage(s.install, c.name)

@@ -33,9 +33,9 @@ const confirmAfter = 2 * time.Second
 // second look: the API server's error names the webhook it called. One
 // more conversion a moment later, which writes nothing when it agrees,
 // bounds such a mistake to that moment; it reads a stored object again
-// only if the first verification read one (readNothing). A CRD verified before (a
-// certificate rotation's re-verification) already converted through this
-// webhook: its caBundle changes, not where conversions go.
+// only if the first verification read one (readNothing). A CRD verified
+// before (a certificate rotation's re-verification) already converted
+// through this webhook: its caBundle changes, not where conversions go.
 //
 // Admission webhooks share the race: the API server loads webhook
 // configurations through an informer too, and until it has loaded a new
