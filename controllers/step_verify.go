@@ -124,9 +124,11 @@ func (r *WebhookInstallReconciler) verifyConversion(ctx context.Context, s *inst
 		// again would prove only what objects stored in the seconds since
 		// do, which no later moment is checked for either. So it is a dry
 		// run alone, as a rotation's: two reads less per CRD of a new
-		// install whose CRDs hold no object yet.
-		confirmDryRun := confirm && r.unconfirmed.takeReadNothing(c.name)
-		if !confirm && !retargeted && r.stillVerified(s, c) {
+		// install whose CRDs hold no object yet. Only when nothing else
+		// calls for a full verification: a new spec, CA or write since.
+		readNothing := confirm && r.unconfirmed.takeReadNothing(c.name)
+		unchanged := !retargeted && r.stillVerified(s, c)
+		if !confirm && unchanged {
 			c.state, c.trusted, c.message = v1alpha1.ConversionVerified, true, previousMessage(s.install, c.name)
 			continue
 		}
@@ -136,7 +138,7 @@ func (r *WebhookInstallReconciler) verifyConversion(ctx context.Context, s *inst
 			continue
 		}
 		var p probe
-		if confirmDryRun || !confirm && !retargeted && verifiedThroughRotation(s, c) {
+		if readNothing && unchanged || !confirm && !retargeted && verifiedThroughRotation(s, c) {
 			p = r.reprobeConversion(ctx, s.install, c.crd, version, previousMessage(s.install, c.name))
 		} else {
 			p = r.probeConversion(ctx, s.install, c.crd, version)

@@ -114,6 +114,26 @@ func TestConfirmationRereadsOnlyWhatTheFirstVerificationRead(t *testing.T) {
 	}
 }
 
+// A confirmation due when the spec changed since the verification it
+// confirms is a full verification: the new spec calls for one whatever
+// the first one read.
+func TestConfirmationOfAChangedSpecReadsAgain(t *testing.T) {
+	rig := newConversionRig(t, func(int) error { return nil })
+	t0 := time.Date(2026, 11, 28, 12, 0, 0, 0, time.UTC)
+	rig.r.unconfirmed.begin(t0.Add(-time.Minute))
+	s, first := rig.pass(t, v1alpha1.WebhookInstallStatus{Phase: v1alpha1.PhaseInstalling}, true, t0)
+	if first.state != v1alpha1.ConversionVerified || s.retryAfter != confirmAfter {
+		t.Fatalf("first verification: state %q, retry after %s; want Verified, confirmed after %s", first.state, s.retryAfter, confirmAfter)
+	}
+	install := rigInstall(rig.verifiedStatus(crdVerifiedSince(s, first)))
+	install.Generation = 2 // edited since; the status observed 1
+	lists := rig.lists
+	rig.passOn(t, install, t0.Add(confirmAfter))
+	if got := rig.lists - lists; got != 2 {
+		t.Errorf("the confirmation of a changed spec listed %d time(s), want 2 (in the namespace, then anywhere)", got)
+	}
+}
+
 const rigCRD = "widgets.example.com"
 
 // conversionRig is a reconciler whose API server holds one CRD served at
