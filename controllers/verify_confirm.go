@@ -136,9 +136,10 @@ func (u *unconfirmedVerifications) markReadNothing(key string) {
 	u.readNothing[key] = true
 }
 
-// takeReadNothing reports whether the verification key's confirmation
-// confirms found no stored object, and forgets it. A predecessor's
-// (inherit) is not known, so it reads again.
+// takeReadNothing reports whether the first verification that key's
+// confirmation confirms found no stored object, and forgets it. A
+// predecessor's verification (inherit) is not known here, so its
+// confirmation reads again.
 func (u *unconfirmedVerifications) takeReadNothing(key string) bool {
 	u.mu.Lock()
 	defer u.mu.Unlock()
