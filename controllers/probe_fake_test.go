@@ -20,7 +20,7 @@ func probeAnswers(crd *apiextensionsv1.CustomResourceDefinition, dryRun func() e
 }
 
 // probeAnswersStoring is probeAnswers whose lists return the objects
-// list gives.
+// list gives, those of the list's namespace when it names one.
 func probeAnswersStoring(crd *apiextensionsv1.CustomResourceDefinition, dryRun func() error, list func() ([]unstructured.Unstructured, error)) *dynamicfake.FakeDynamicClient {
 	listKinds := map[schema.GroupVersionResource]string{}
 	for _, v := range []string{"v1", "v2"} {
@@ -37,12 +37,18 @@ func probeAnswersStoring(crd *apiextensionsv1.CustomResourceDefinition, dryRun f
 		}
 		return true, create.GetObject(), nil
 	})
-	c.PrependReactor("list", "*", func(clienttesting.Action) (bool, runtime.Object, error) {
+	c.PrependReactor("list", "*", func(action clienttesting.Action) (bool, runtime.Object, error) {
 		items, err := list()
 		if err != nil {
 			return true, nil, err
 		}
-		return true, &unstructured.UnstructuredList{Object: map[string]any{"apiVersion": "v1", "kind": "List"}, Items: items}, nil
+		var inScope []unstructured.Unstructured
+		for _, item := range items {
+			if ns := action.GetNamespace(); ns == "" || item.GetNamespace() == ns {
+				inScope = append(inScope, item)
+			}
+		}
+		return true, &unstructured.UnstructuredList{Object: map[string]any{"apiVersion": "v1", "kind": "List"}, Items: inScope}, nil
 	})
 	return c
 }

@@ -176,22 +176,26 @@ func podsMade(dep *appsv1.Deployment) bool {
 // account is a step of the install, and its labels (managed-by, install)
 // are the lasting record of every identity Hookwright made, which an
 // Event's hour would not be.
+//
+// It creates without reading first: a new install's account is usually
+// missing, and then one request does what a read and a create did. An
+// account that exists (AlreadyExists) is someone else's, or made by an
+// earlier pass, and is left as it is. A create refused for another reason
+// (an admission policy on accounts, say) fails the step only when the
+// account does not exist.
 func (r *WebhookInstallReconciler) ensureServiceAccount(ctx context.Context, s *installState, name string) error {
 	if name == "" || name == "default" {
 		return nil
 	}
-	sa := &corev1.ServiceAccount{}
-	err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: s.install.Namespace, Name: name}, sa)
-	if !apierrors.IsNotFound(err) {
-		return err
+	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: s.install.Namespace, Name: name, Labels: desired.InstallLabels(s.install)}}
+	err := r.Client.Create(ctx, sa, client.FieldOwner(desired.FieldManager))
+	if err == nil || apierrors.IsAlreadyExists(err) {
+		return nil
 	}
-	sa = &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: s.install.Namespace, Name: name, Labels: desired.InstallLabels(s.install)}}
-	// AlreadyExists: made by someone else since the read, so not
-	// Hookwright's account to make.
-	if err := r.Client.Create(ctx, sa, client.FieldOwner(desired.FieldManager)); err != nil && !apierrors.IsAlreadyExists(err) {
-		return fmt.Errorf("creating service account %s: %w", name, err)
+	if getErr := r.APIReader.Get(ctx, client.ObjectKeyFromObject(sa), &corev1.ServiceAccount{}); getErr == nil {
+		return nil
 	}
-	return nil
+	return fmt.Errorf("creating service account %s: %w", name, err)
 }
 
 func (r *WebhookInstallReconciler) componentFailed(s *installState, err error) error {

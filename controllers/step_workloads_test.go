@@ -2,12 +2,15 @@ package controllers
 
 import (
 	"context"
+	"errors"
 	"maps"
+	"strings"
 	"testing"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/events"
@@ -249,40 +252,64 @@ func rolled(dep *appsv1.Deployment) {
 		Conditions: []appsv1.DeploymentCondition{{Type: appsv1.DeploymentAvailable, Status: corev1.ConditionTrue}}}
 }
 
-// ensureServiceAccount labels the accounts it created, the lasting record
-// an admin audits them by, and no other: one that appeared between its
-// read and its create (another controller, an admin) is not Hookwright's,
-// and is neither relabeled nor an error. Neither is told by an Event.
+// A missing account is created in one request, labelled as Hookwright's.
+// An account that exists, made before or between passes by someone else,
+// is neither relabelled nor an error, nor is a create some policy refuses
+// while the account exists; the same refusal of a missing account fails
+// the step with the API server's answer.
 func TestEnsureServiceAccountLabelsOnlyItsOwnCreate(t *testing.T) {
 	const ns, account = "team-a", "widget-webhook"
+	refused := apierrors.NewForbidden(corev1.Resource("serviceaccounts"), account, errors.New(`admission webhook "accounts.policy.example" denied the request`))
 	for _, tc := range []struct {
 		name         string
-		someoneFirst bool // the account appears after the read, before Hookwright's create
+		exists       bool  // the account is there before the step
+		createErr    error // the API server's answer to the create, before storage
 		wantLabels   map[string]string
+		wantRequests int
+		wantErr      bool
 	}{
-		{name: "created by Hookwright", wantLabels: map[string]string{desired.LabelManagedBy: desired.ManagedByValue, desired.LabelInstall: "widgets"}},
-		{name: "created by someone else after the read", someoneFirst: true},
+		{name: "created by Hookwright", wantLabels: map[string]string{desired.LabelManagedBy: desired.ManagedByValue, desired.LabelInstall: "widgets"}, wantRequests: 1},
+		{name: "made by someone else", exists: true, wantRequests: 1},
+		{name: "a create refused by a policy, the account there", exists: true, createErr: refused, wantRequests: 2},
+		{name: "a create refused by a policy, no account", createErr: refused, wantRequests: 2, wantErr: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			scheme := runtime.NewScheme()
 			if err := corev1.AddToScheme(scheme); err != nil {
 				t.Fatal(err)
 			}
-			c := interceptor.NewClient(fake.NewClientBuilder().WithScheme(scheme).Build(), interceptor.Funcs{
+			builder := fake.NewClientBuilder().WithScheme(scheme)
+			if tc.exists {
+				builder = builder.WithObjects(&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: account}})
+			}
+			requests := 0
+			c := interceptor.NewClient(builder.Build(), interceptor.Funcs{
 				Create: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
-					if tc.someoneFirst {
-						if err := c.Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: account}}); err != nil {
-							return err
-						}
+					requests++
+					if tc.createErr != nil {
+						return tc.createErr
 					}
 					return c.Create(ctx, obj, opts...)
+				},
+				Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+					requests++
+					return c.Get(ctx, key, obj, opts...)
 				},
 			})
 			recorder := events.NewFakeRecorder(10)
 			r := &WebhookInstallReconciler{Client: c, APIReader: c, Recorder: recorder}
 			install := testfixtures.WidgetInstall(ns, "widgets", "widget-webhook", "widgets.example.com")
-			s := &installState{install: install}
-			if err := r.ensureServiceAccount(context.Background(), s, account); err != nil {
+			err := r.ensureServiceAccount(context.Background(), &installState{install: install}, account)
+			if requests != tc.wantRequests {
+				t.Errorf("%d request(s), want %d", requests, tc.wantRequests)
+			}
+			if tc.wantErr {
+				if err == nil || !strings.Contains(err.Error(), "denied the request") {
+					t.Errorf("error %v, want the create's refusal", err)
+				}
+				return
+			}
+			if err != nil {
 				t.Fatal(err)
 			}
 			if got := len(recorder.Events); got != 0 {
