@@ -33,8 +33,8 @@ func (r *WebhookInstallReconciler) ensureWorkloads(ctx context.Context, s *insta
 			continue // a deleted or replaced install maintains only what its kept CRDs need
 		}
 		want := desired.Deployment(s.install, spec, servingByDeployment[spec.Name])
-		if !r.serviceAccountSettled(ctx, want) {
-			if err := r.ensureServiceAccount(ctx, s, spec.Spec.Template.Spec.ServiceAccountName); err != nil {
+		if settled, deploymentCached := r.serviceAccountSettled(ctx, want); !settled {
+			if err := r.ensureServiceAccount(ctx, s, spec.Spec.Template.Spec.ServiceAccountName, !deploymentCached); err != nil {
 				return r.componentFailed(s, err)
 			}
 		}
@@ -149,13 +149,14 @@ func (r *WebhookInstallReconciler) ensureService(ctx context.Context, s *install
 // does an idle resync, one object less per Deployment. A ServiceAccount deleted later is
 // missed only until a pod has to be made again: the ReplicaSet cannot
 // make it, the Deployment's status says so, its update wakes the install,
-// and that pass creates the account again.
-func (r *WebhookInstallReconciler) serviceAccountSettled(ctx context.Context, want *appsv1.Deployment) bool {
+// and that pass creates the account again. deploymentCached: the cache
+// holds the Deployment at all.
+func (r *WebhookInstallReconciler) serviceAccountSettled(ctx context.Context, want *appsv1.Deployment) (settled, deploymentCached bool) {
 	have := &appsv1.Deployment{}
 	if err := r.Client.Get(ctx, client.ObjectKeyFromObject(want), have); err != nil {
-		return false
+		return false, false
 	}
-	return have.Annotations[desired.AnnotationSpecHash] == want.Annotations[desired.AnnotationSpecHash] && podsMade(have)
+	return have.Annotations[desired.AnnotationSpecHash] == want.Annotations[desired.AnnotationSpecHash] && podsMade(have), true
 }
 
 // podsMade: the current spec observed, a pod of its template exists for
@@ -177,22 +178,31 @@ func podsMade(dep *appsv1.Deployment) bool {
 // are the lasting record of every identity Hookwright made, which an
 // Event's hour would not be.
 //
-// It creates without reading first: a new install's account is usually
-// missing, and then one request does what a read and a create did. An
-// account that exists (AlreadyExists) is someone else's, or made by an
-// earlier pass, and is left as it is. A create refused for another reason
-// (an admission policy on accounts, say) fails the step only when the
-// account does not exist.
-func (r *WebhookInstallReconciler) ensureServiceAccount(ctx context.Context, s *installState, name string) error {
+// createFirst (the pass makes the Deployment, so its account is usually
+// missing too): it creates without reading first, one request where a
+// read and a create were two. An account that exists (AlreadyExists) is
+// someone else's, or an earlier pass's, and is left as it is; a create
+// refused for another reason (an admission policy on accounts, say)
+// fails the step only when the account does not exist. Otherwise (a
+// Deployment whose pods are not all made yet, which a stuck one stays
+// through every resync) it reads first, so that such passes read the
+// account rather than send a create that fails on each of them.
+func (r *WebhookInstallReconciler) ensureServiceAccount(ctx context.Context, s *installState, name string, createFirst bool) error {
 	if name == "" || name == "default" {
 		return nil
 	}
-	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: s.install.Namespace, Name: name, Labels: desired.InstallLabels(s.install)}}
+	key := client.ObjectKey{Namespace: s.install.Namespace, Name: name}
+	if !createFirst {
+		if err := r.APIReader.Get(ctx, key, &corev1.ServiceAccount{}); !apierrors.IsNotFound(err) {
+			return err
+		}
+	}
+	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name, Labels: desired.InstallLabels(s.install)}}
 	err := r.Client.Create(ctx, sa, client.FieldOwner(desired.FieldManager))
 	if err == nil || apierrors.IsAlreadyExists(err) {
-		return nil
+		return nil // AlreadyExists: made by someone else (since the read, if any): not Hookwright's to make
 	}
-	if getErr := r.APIReader.Get(ctx, client.ObjectKeyFromObject(sa), &corev1.ServiceAccount{}); getErr == nil {
+	if createFirst && r.APIReader.Get(ctx, key, &corev1.ServiceAccount{}) == nil {
 		return nil
 	}
 	return fmt.Errorf("creating service account %s: %w", name, err)

@@ -252,26 +252,34 @@ func rolled(dep *appsv1.Deployment) {
 		Conditions: []appsv1.DeploymentCondition{{Type: appsv1.DeploymentAvailable, Status: corev1.ConditionTrue}}}
 }
 
-// A missing account is created in one request, labelled as Hookwright's.
-// An account that exists, made before or between passes by someone else,
-// is neither relabelled nor an error, nor is a create some policy refuses
-// while the account exists; the same refusal of a missing account fails
-// the step with the API server's answer.
+// With a new Deployment, a missing account is created in one request,
+// labelled as Hookwright's. An account that exists, made before or
+// between passes by someone else, is neither relabelled nor an error, nor
+// is a create some policy refuses while the account exists; the same
+// refusal of a missing account fails the step with the API server's
+// answer. With a Deployment already there whose pods are not all made (a
+// stuck one, on every resync) the account is read first: an existing one
+// costs a read, not a create that fails on every pass.
 func TestEnsureServiceAccountLabelsOnlyItsOwnCreate(t *testing.T) {
 	const ns, account = "team-a", "widget-webhook"
 	refused := apierrors.NewForbidden(corev1.Resource("serviceaccounts"), account, errors.New(`admission webhook "accounts.policy.example" denied the request`))
+	ours := map[string]string{desired.LabelManagedBy: desired.ManagedByValue, desired.LabelInstall: "widgets"}
 	for _, tc := range []struct {
-		name         string
-		exists       bool  // the account is there before the step
-		createErr    error // the API server's answer to the create, before storage
-		wantLabels   map[string]string
-		wantRequests int
-		wantErr      bool
+		name            string
+		deploymentThere bool  // the pass does not make the Deployment
+		exists          bool  // the account is there before the step
+		createErr       error // the API server's answer to the create, before storage
+		wantLabels      map[string]string
+		wantCreates     int
+		wantRequests    int
+		wantErr         bool
 	}{
-		{name: "created by Hookwright", wantLabels: map[string]string{desired.LabelManagedBy: desired.ManagedByValue, desired.LabelInstall: "widgets"}, wantRequests: 1},
-		{name: "made by someone else", exists: true, wantRequests: 1},
-		{name: "a create refused by a policy, the account there", exists: true, createErr: refused, wantRequests: 2},
-		{name: "a create refused by a policy, no account", createErr: refused, wantRequests: 2, wantErr: true},
+		{name: "created by Hookwright", wantLabels: ours, wantCreates: 1, wantRequests: 1},
+		{name: "made by someone else", exists: true, wantCreates: 1, wantRequests: 1},
+		{name: "a create refused by a policy, the account there", exists: true, createErr: refused, wantCreates: 1, wantRequests: 2},
+		{name: "a create refused by a policy, no account", createErr: refused, wantCreates: 1, wantRequests: 2, wantErr: true},
+		{name: "the Deployment there, the account too", deploymentThere: true, exists: true, wantRequests: 1},
+		{name: "the Deployment there, the account missing", deploymentThere: true, wantLabels: ours, wantCreates: 1, wantRequests: 2},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			scheme := runtime.NewScheme()
@@ -282,10 +290,11 @@ func TestEnsureServiceAccountLabelsOnlyItsOwnCreate(t *testing.T) {
 			if tc.exists {
 				builder = builder.WithObjects(&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: account}})
 			}
-			requests := 0
+			requests, creates := 0, 0
 			c := interceptor.NewClient(builder.Build(), interceptor.Funcs{
 				Create: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
 					requests++
+					creates++
 					if tc.createErr != nil {
 						return tc.createErr
 					}
@@ -299,9 +308,9 @@ func TestEnsureServiceAccountLabelsOnlyItsOwnCreate(t *testing.T) {
 			recorder := events.NewFakeRecorder(10)
 			r := &WebhookInstallReconciler{Client: c, APIReader: c, Recorder: recorder}
 			install := testfixtures.WidgetInstall(ns, "widgets", "widget-webhook", "widgets.example.com")
-			err := r.ensureServiceAccount(context.Background(), &installState{install: install}, account)
-			if requests != tc.wantRequests {
-				t.Errorf("%d request(s), want %d", requests, tc.wantRequests)
+			err := r.ensureServiceAccount(context.Background(), &installState{install: install}, account, !tc.deploymentThere)
+			if requests != tc.wantRequests || creates != tc.wantCreates {
+				t.Errorf("%d request(s), %d of them creates; want %d and %d", requests, creates, tc.wantRequests, tc.wantCreates)
 			}
 			if tc.wantErr {
 				if err == nil || !strings.Contains(err.Error(), "denied the request") {
