@@ -3,6 +3,7 @@ package controllers_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"regexp"
 	"slices"
 	"strings"
@@ -26,6 +27,7 @@ var _ = Describe("A steady install", func() {
 		createWidgetCRD(ctx, group)
 		serve(ns, "widget-webhook")
 		_, created := managerWrites(0)
+		statuses := watchStatus(ctx, ns, "widgets")
 		Expect(k8s.Create(ctx, newInstall(ns, "widgets", "widget-webhook", "widgets."+group))).To(Succeed())
 		eventuallyPhase(ctx, ns, "widgets", v1alpha1.PhaseSucceeded, v1alpha1.ReasonSucceeded)
 
@@ -62,7 +64,8 @@ var _ = Describe("A steady install", func() {
 			"patch webhookinstalls",           // the finalizer
 			"update webhookinstalls/status",   // Installing: the first certificates recorded
 			"update webhookinstalls/status",   // Succeeded: verified
-		}), "a first install's writes to converge")
+		}), "a first install's writes to converge. The writes:\n%s\nThe statuses its watch delivered:\n%s",
+			writeTimeline(converged, ns, "widgets."+group), strings.Join(statuses(), "\n"))
 
 		reconciles := reconcileCount()
 		whi := getInstall(ctx, ns, "widgets")
@@ -130,6 +133,50 @@ func writeKinds(events []testcluster.AuditEvent, ns, crd string) []string {
 	}
 	slices.Sort(kinds)
 	return kinds
+}
+
+// writeTimeline lists the writes writeKinds counts, one per line, with
+// when the API server received each and its answer: what a failed count
+// needs to be read.
+func writeTimeline(events []testcluster.AuditEvent, ns, crd string) string {
+	var lines []string
+	for _, e := range events {
+		if e.ObjectRef.Namespace == ns || e.ObjectRef.Name == crd {
+			lines = append(lines, fmt.Sprintf("%s %d %s %s", e.Received.Format("15:04:05.000"), e.ResponseStatus.Code, e.Verb, e.RequestURI))
+		}
+	}
+	return strings.Join(lines, "\n")
+}
+
+// watchStatus watches an install from now on (it need not exist yet);
+// the function it returns stops the watch and lists, for each version of
+// the object the watch delivered whose status changed, its resource
+// version, phase, reason and message.
+func watchStatus(ctx context.Context, ns, name string) func() []string {
+	wc, err := client.NewWithWatch(cluster.Config, client.Options{Scheme: k8s.Scheme()})
+	Expect(err).NotTo(HaveOccurred())
+	w, err := wc.Watch(ctx, &v1alpha1.WebhookInstallList{}, client.InNamespace(ns), client.MatchingFields{"metadata.name": name})
+	Expect(err).NotTo(HaveOccurred())
+	var seen []string
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		last := ""
+		for e := range w.ResultChan() {
+			if whi, ok := e.Object.(*v1alpha1.WebhookInstall); ok {
+				status := fmt.Sprintf("%s %s: %s", whi.Status.Phase, whi.Status.Reason, whi.Status.Message)
+				if status != last {
+					seen = append(seen, whi.ResourceVersion+" "+status)
+					last = status
+				}
+			}
+		}
+	}()
+	return func() []string {
+		w.Stop()
+		<-done
+		return seen
+	}
 }
 
 // expectTransitionEventsOnly holds a converged install's Events to the
