@@ -35,6 +35,9 @@ func (r *WebhookInstallReconciler) awaitReadyEndpoints(ctx context.Context, s *i
 			return fmt.Errorf("reading the EndpointSlices of service %s/%s: %w", s.install.Namespace, w.Service, err)
 		}
 		if !ready {
+			if since, ok := s.availableSince[w.Deployment]; ok && s.now.Sub(since) < endpointsRetry {
+				s.endpointsJustLate = true
+			}
 			s.retryWithin(endpointsRetry)
 			s.stop(v1alpha1.PhaseInstalling, v1alpha1.ReasonDeploymentUnavailable,
 				fmt.Sprintf("webhook deployment %s is available, but service %s lists no ready endpoint yet (its EndpointSlices follow the pods' readiness)", w.Deployment, w.Service))

@@ -45,8 +45,15 @@ type installState struct {
 
 	workloadsChecked bool     // ensureWorkloads ran to its end
 	unavailable      []string // webhook Deployments not available yet
-	rollingOut       []string // webhook Deployments not yet all on the current template
-	issuedCerts      bool
+	// availableSince: when each available webhook Deployment last turned
+	// available (its Available condition's lastTransitionTime), by name.
+	availableSince map[string]time.Time
+	// endpointsJustLate: the pass waits for a Service's first ready
+	// endpoint, and its Deployment turned available less than
+	// endpointsRetry ago (status_defer.go).
+	endpointsJustLate bool
+	rollingOut        []string // webhook Deployments not yet all on the current template
+	issuedCerts       bool
 
 	// migrations are the storage migration records this pass changed or
 	// started; the others stay as the status has them when it is written.

@@ -18,6 +18,17 @@ import (
 // restore is not: its fight counter is carried from the old status alone.
 // And only a first convergence (Pending or Installing) defers: an install
 // that says Failed or Succeeded says so until this pass's status replaces it.
+//
+// The same holds for a pass that finds a webhook Deployment available but
+// its Service without a ready endpoint yet, within endpointsRetry of the
+// Deployment turning available (endpointsJustLate): the EndpointSlice
+// controller usually follows within a second (`make bench` P1 saw 12 of
+// 100 installs wait on its 1 s retry, each with one more status write,
+// "available, but no ready endpoint yet"), and the slice's update wakes
+// the pass that points the CRDs. A wait that lasts is told: the pass
+// endpointsRetry later (awaitReadyEndpoints asks for it) no longer
+// defers. Until then the status still says the Deployment is not
+// available, at most endpointsRetry longer than it is true.
 func deferStatusToVerification(s *installState, stepErr error, old, next v1alpha1.WebhookInstallStatus) bool {
 	if stepErr != nil || next.Phase != v1alpha1.PhaseInstalling {
 		return false
@@ -31,7 +42,7 @@ func deferStatusToVerification(s *installState, stepErr error, old, next v1alpha
 	if old.ObservedGeneration != next.ObservedGeneration {
 		return false // the status says which spec it reflects; a new one is told at once
 	}
-	return writtenThisPass(s)
+	return writtenThisPass(s) || s.endpointsJustLate
 }
 
 // writtenThisPass: a CRD's conversion or an admission configuration was

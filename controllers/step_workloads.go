@@ -3,6 +3,7 @@ package controllers
 import (
 	"context"
 	"fmt"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -48,6 +49,8 @@ func (r *WebhookInstallReconciler) ensureWorkloads(ctx context.Context, s *insta
 		}
 		if isWebhook && !available(dep) {
 			s.unavailable = append(s.unavailable, fmt.Sprintf("%s (%d/%d available)", dep.Name, dep.Status.AvailableReplicas, replicas(dep)))
+		} else if isWebhook {
+			s.recordAvailableSince(dep)
 		}
 		if isWebhook && !runsCertificate(dep, serving.Fingerprint) {
 			s.rollingOut = append(s.rollingOut, dep.Name)
@@ -221,6 +224,18 @@ func deploymentSpecOf(install *v1alpha1.WebhookInstall, name string) *appsv1.Dep
 		}
 	}
 	return &appsv1.DeploymentSpec{}
+}
+
+// recordAvailableSince keeps when dep, available, last turned so.
+func (s *installState) recordAvailableSince(dep *appsv1.Deployment) {
+	for _, c := range dep.Status.Conditions {
+		if c.Type == appsv1.DeploymentAvailable {
+			if s.availableSince == nil {
+				s.availableSince = map[string]time.Time{}
+			}
+			s.availableSince[dep.Name] = c.LastTransitionTime.Time
+		}
+	}
 }
 
 // available: the Deployment serves, per the deployment controller's own
