@@ -153,30 +153,15 @@ func writeTimeline(events []testcluster.AuditEvent, ns, crd string) string {
 // the object the watch delivered whose status changed, its resource
 // version, phase, reason and message.
 func watchStatus(ctx context.Context, ns, name string) func() []string {
-	wc, err := client.NewWithWatch(cluster.Config, client.Options{Scheme: k8s.Scheme()})
-	Expect(err).NotTo(HaveOccurred())
-	w, err := wc.Watch(ctx, &v1alpha1.WebhookInstallList{}, client.InNamespace(ns), client.MatchingFields{"metadata.name": name})
-	Expect(err).NotTo(HaveOccurred())
-	var seen []string
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		last := ""
-		for e := range w.ResultChan() {
-			if whi, ok := e.Object.(*v1alpha1.WebhookInstall); ok {
-				status := fmt.Sprintf("%s %s: %s", whi.Status.Phase, whi.Status.Reason, whi.Status.Message)
-				if status != last {
-					seen = append(seen, whi.ResourceVersion+" "+status)
-					last = status
-				}
-			}
+	last := ""
+	return watchInstall(ctx, ns, name, func(whi *v1alpha1.WebhookInstall) string {
+		status := fmt.Sprintf("%s %s: %s", whi.Status.Phase, whi.Status.Reason, whi.Status.Message)
+		if status == last {
+			return ""
 		}
-	}()
-	return func() []string {
-		w.Stop()
-		<-done
-		return seen
-	}
+		last = status
+		return whi.ResourceVersion + " " + status
+	})
 }
 
 // expectTransitionEventsOnly holds a converged install's Events to the

@@ -334,6 +334,18 @@ func requestRotation(ctx context.Context, ns, request string) {
 // it returns stops the watch and lists the condition's status and reason
 // ("True Succeeded") in every version of the object the watch delivered.
 func watchCondition(ctx context.Context, ns, name, conditionType string) func() []string {
+	return watchInstall(ctx, ns, name, func(whi *v1alpha1.WebhookInstall) string {
+		if c := meta.FindStatusCondition(whi.Status.Conditions, conditionType); c != nil {
+			return string(c.Status) + " " + c.Reason
+		}
+		return ""
+	})
+}
+
+// watchInstall watches an install from now on (it need not exist yet);
+// the function it returns stops the watch and lists what describe says
+// of each version of the object the watch delivered ("" : nothing).
+func watchInstall(ctx context.Context, ns, name string, describe func(*v1alpha1.WebhookInstall) string) func() []string {
 	wc, err := client.NewWithWatch(cluster.Config, client.Options{Scheme: k8s.Scheme()})
 	Expect(err).NotTo(HaveOccurred())
 	w, err := wc.Watch(ctx, &v1alpha1.WebhookInstallList{}, client.InNamespace(ns), client.MatchingFields{"metadata.name": name})
@@ -344,8 +356,8 @@ func watchCondition(ctx context.Context, ns, name, conditionType string) func() 
 		defer close(done)
 		for e := range w.ResultChan() {
 			if whi, ok := e.Object.(*v1alpha1.WebhookInstall); ok {
-				if c := meta.FindStatusCondition(whi.Status.Conditions, conditionType); c != nil {
-					seen = append(seen, string(c.Status)+" "+c.Reason)
+				if d := describe(whi); d != "" {
+					seen = append(seen, d)
 				}
 			}
 		}
