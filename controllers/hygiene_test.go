@@ -135,9 +135,10 @@ func writeKinds(events []testcluster.AuditEvent, ns, crd string) []string {
 	return kinds
 }
 
-// writeTimeline lists the writes writeKinds counts, one per line, with
-// when the API server received each and its answer: what a failed count
-// needs to be read.
+// writeTimeline lists the manager's writes to the objects of namespace
+// ns and to CRD crd, one per line, with when the API server received each
+// and its answer: what a failed count needs to be read. Unlike writeKinds
+// it keeps the dry runs, which place the verifications among the writes.
 func writeTimeline(events []testcluster.AuditEvent, ns, crd string) string {
 	var lines []string
 	for _, e := range events {
