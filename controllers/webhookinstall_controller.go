@@ -70,7 +70,11 @@ type WebhookInstallReconciler struct {
 // and 205 s with 16 (P4 alone for 8 and 16): past 8 the API server is the
 // bottleneck, and 16 only crowded out its other clients
 // (kube-controller-manager took 27.7 s at p50 to make a written Deployment
-// available, against 0.4 s with 8).
+// available, against 0.4 s with 8). The rotation storm (1,000 CA
+// rotations at once) did no better with 16: 272 rotations in 120 s
+// against 269 with 8 (P4 and the storm alone, at 017aa49), its reconciles
+// slower (1.3 s against 0.7 s on average) and 115 of its trust probes
+// Inconclusive (tried again later) against 6.
 const DefaultConcurrency = 8
 
 // step is one stage of the pipeline. It returns an error for failures

@@ -23,10 +23,12 @@ type p4Size struct {
 	EventWrites      int // of Writes, Events created or patched
 	Breakdown        string
 	Reconciles       float64
-	ReconcileMean    float64 // s per reconcile
-	QueueWaitMean    float64 // s an item waited in the workqueue
-	BusyFraction     float64 // share of the window the API server was serving the operator
-	ApplyP50         float64 // create → verified per install
+	ReconcileMean    float64       // s per reconcile
+	QueueWaitMean    float64       // s an item waited in the workqueue
+	BusyFraction     float64       // share of the window the API server was serving the operator
+	Held             []heldKind    // the operator's requests in the window by kind, and their time in flight
+	HeldTotal        time.Duration // all of them
+	ApplyP50         float64       // create → verified per install
 	ApplyP99         float64
 	StandInP50       float64 // Deployment written by the operator → available (the pod stand-in's share)
 	Concurrency      float64
@@ -187,6 +189,7 @@ func (b *bench) p4Batch(ctx context.Context, n int, last bool) (*p4Size, error) 
 		}
 	}
 	res.BusyFraction = busyTime(window).Seconds() / end.Sub(t0).Seconds()
+	res.Held, res.HeldTotal = heldByKind(window)
 	var applyToVerified, standIn []float64
 	for _, k := range keys {
 		verified, ok := b.observer.get(b.observer.verified, k)

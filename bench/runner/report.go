@@ -411,6 +411,9 @@ func (r *Report) evidence(w func(string, ...any)) {
 			notes = append(notes, fmt.Sprintf("**P4.** At N=%d the operator ran %0.f concurrent reconcile(s); %.0f reconciles took %s each on average (%.1f per install) and queued items waited %s on average in the workqueue. The API server was serving the operator's requests %.0f%% of the wall time (union of the audit log's request intervals) while the operator process itself used %s of CPU (%.0f%% of the wall time, procfs); the rest is waiting: on each of the %0.f reconcile workers' sequence of round trips and on the pod stand-in (Deployment written → available %s at p50). Writes by kind: %s.",
 				last.N, last.Concurrency, last.Reconciles, ms(last.ReconcileMean), last.Reconciles/float64(last.N), ms(last.QueueWaitMean), 100*last.BusyFraction,
 				secs(last.OperatorCPU), 100*last.OperatorCPU/last.Seconds, last.Concurrency, ms(last.StandInP50), last.Breakdown))
+			if held := heldNote(last.Held, last.HeldTotal, last.Reconciles*last.ReconcileMean, 6); held != "" {
+				notes[len(notes)-1] += " " + held + "."
+			}
 		}
 	}
 	if p := r.P4; p != nil && p.APIServer != nil && len(p.Sizes) > 0 {

@@ -45,6 +45,11 @@ type stormResult struct {
 	// Probes: the trust probes the rotations ran, and spared (operator
 	// metrics), each probe two writes of a probe CRD and their loads.
 	Probes *probeCounts
+	// Held: the operator's requests over the storm by kind, and how long
+	// they were in flight (audit log); ProbeLoads the probes' waits.
+	Held       []heldKind
+	HeldTotal  time.Duration
+	ProbeLoads probeLoadStats
 }
 
 // storm rotates the CA of every install of P4's largest batch at once and
@@ -193,6 +198,8 @@ func (b *bench) storm(ctx context.Context) error {
 	}
 	writes := writesOf(events)
 	res.Writes, res.Breakdown = len(writes), breakdown(writes)
+	res.Held, res.HeldTotal = heldByKind(events)
+	res.ProbeLoads = probeLoads(events)
 	b.report.setRow(Row{
 		ID: "Storm", Measure: fmt.Sprintf("Rotation storm: the CAs of %d installs due in the same second, ordered rotation to the end; failed reads on %d of them read continuously", n, len(sample)),
 		Goal:       fmt.Sprintf("all in ≤ %s; 0 failed", secs(stormGoal.Seconds())),
@@ -213,8 +220,14 @@ func (r *stormResult) timeNote() string {
 	}
 	note := fmt.Sprintf("**Rotation storm.** Of %d installs, %d had reached the rotation's midpoint (serving certificate moved to the new CA) when the wait ended, after %s at p50, and %s. %d reconciles over the storm (%.1f per install) took %s each on average, and queued items waited %s on average in the workqueue; the operator's %d writes came at %.0f per second.",
 		r.Installs, r.Promoted, secs(r.PromotedP50), completed, int(r.Reconciles), r.Reconciles/float64(max(r.Installs, 1)), ms(r.ReconcileMean), ms(r.QueueWaitMean), r.Writes, float64(r.Writes)/max(r.Seconds, 1))
+	if held := heldNote(r.Held, r.HeldTotal, r.Reconciles*r.ReconcileMean, 6); held != "" {
+		note += " " + held + "."
+	}
 	if r.Probes != nil {
 		note += " The rotations' gates ran " + r.Probes.describe() + " (a probe holds one of the operator's probe CRDs while the API server loads two writes to it)."
+	}
+	if loads := r.ProbeLoads.describe(); loads != "" {
+		note += " " + loads
 	}
 	if r.APIServer != nil {
 		note += "\n\n" + apiServerNote(r.APIServer, "Rotation storm", fmt.Sprintf("the storm of %d installs", r.Installs))
