@@ -150,6 +150,9 @@ type conversionRig struct {
 	stored bool
 	// bundleOnly: a pass's write changes only the caBundle.
 	bundleOnly bool
+	// rollingOut: the Service's Deployment has not rolled its serving
+	// certificate out everywhere yet.
+	rollingOut bool
 }
 
 func newConversionRig(t *testing.T, answer func(n int) error) *conversionRig {
@@ -211,7 +214,7 @@ func (rig *conversionRig) passWriting(t *testing.T, install *v1alpha1.WebhookIns
 	if written {
 		cs.writtenVersion = "12"
 	}
-	s := &installState{install: install, now: now, crds: []*crdState{cs}, services: map[string]*serviceCerts{"svc": {ca: rig.ca}}}
+	s := &installState{install: install, now: now, crds: []*crdState{cs}, services: map[string]*serviceCerts{"svc": {ca: rig.ca, rolledOut: !rig.rollingOut}}}
 	rig.r.unconfirmed.begin(now) // as Reconcile does
 	if err := rig.r.verifyConversion(context.Background(), s); err != nil {
 		t.Fatal(err)
