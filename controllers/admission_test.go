@@ -343,6 +343,38 @@ var _ = Describe("Admission webhooks", func() {
 		Expect(condition(whi, v1alpha1.TypeAdmissionConfigured).Status).To(Equal(metav1.ConditionTrue))
 		Expect(condition(whi, v1alpha1.TypeAdmissionConfigured).Message).To(Equal("the install has no admission webhooks"))
 	})
+
+	It("completes the rotations of a Service only admission webhooks call: its first certificates, then a CA rotation", func(ctx context.Context) {
+		createWidgetCRD(ctx, group) // for the webhooks' rules: the install converts nothing
+		validate := &reviewer{}
+		cluster.Kubelet.Serve(ns, "widget-webhook", testcluster.HandlerHost{Handler: webhookMux(validate, nil)})
+		install := widgetAdmissionInstall(ns, group, crdName, true, false)
+		install.Spec.WebhookDefinitions = slices.DeleteFunc(install.Spec.WebhookDefinitions, func(d v1alpha1.WebhookDefinition) bool {
+			return d.Type == operatorsv1alpha1.ConversionWebhook
+		})
+		install.Spec.CustomResourceDefinitions.Owned = nil
+		install.Spec.Certificates.TrustOverlap = &metav1.Duration{Duration: time.Second}
+		Expect(k8s.Create(ctx, install)).To(Succeed())
+		rotationsEnd := func(want int) {
+			GinkgoHelper()
+			Eventually(func(g Gomega) {
+				whi := installIn(ctx, g, ns, "widgets")
+				g.Expect(whi.Status.Phase).To(Equal(v1alpha1.PhaseSucceeded), "%s: %s", whi.Status.Reason, whi.Status.Message)
+				g.Expect(condition(whi, v1alpha1.TypeAdmissionVerified).Status).To(Equal(metav1.ConditionTrue))
+				g.Expect(whi.Status.Rotations).To(HaveLen(want))
+				for _, rec := range whi.Status.Rotations {
+					g.Expect(rec.Outcome).To(Equal(v1alpha1.RotationSucceeded), "%+v (%s)", rec, condition(whi, v1alpha1.TypeCertificatesReady).Message)
+				}
+			}).Should(Succeed())
+		}
+		By("its first certificates: a CA and a serving rotation, both Initial")
+		rotationsEnd(2)
+		Expect(validate.calls.Load()).To(BeNumerically(">", 0), "verified through the webhook")
+
+		By("a CA rotation: the new CA and the serving certificate it reissues")
+		requestRotation(ctx, ns, "ca: admission webhooks only")
+		rotationsEnd(4)
+	})
 })
 
 var _ = Describe("Admission webhooks on an upgrade (spec.replaces)", func() {

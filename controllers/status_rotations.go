@@ -96,6 +96,14 @@ func rotationDone(s *installState, rec *v1alpha1.RotationRecord) bool {
 	return err == nil && certs.Fingerprint(serving) == rec.NewFingerprint
 }
 
+// serviceVerified: this pass proved, through the API server, that it
+// trusts what the Service's pods serve, through everything that calls the
+// Service: each of its CRDs and each of its registered admission webhooks.
+// An admission webhook no dry run can reach (unverifiable: its
+// sideEffects, or rules no resource can match) is no caller to wait for:
+// only a change of the install could verify it, and a CA rotation's gates
+// probe it through the probe configurations (probeAdmissionService). A
+// Service with no caller yet proves nothing.
 func serviceVerified(s *installState, service string) bool {
 	found := false
 	for _, c := range s.crds {
@@ -109,11 +117,21 @@ func serviceVerified(s *installState, service string) bool {
 		}
 		found = true
 	}
+	for _, a := range s.admissionOfService(service) {
+		if !a.registered {
+			continue // the API server does not call it yet
+		}
+		if a.written || !a.trusted && !a.unverifiable {
+			return false
+		}
+		found = true
+	}
 	return found
 }
 
 // rotating reports whether the Service has a rotation under way, in which
-// case every pass verifies again through the API server.
+// case its passes verify again through the API server (the conversion
+// verification skips those of a rollout: awaitingRollout).
 func rotating(s *installState, service string) bool {
 	for _, rec := range inProgressRotations(s) {
 		if rec.Service == service {

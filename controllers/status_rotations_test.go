@@ -8,6 +8,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	v1alpha1 "github.com/hookwright/hookwright/api/v1alpha1"
+	"github.com/hookwright/hookwright/certs"
 	"github.com/hookwright/hookwright/controllers/desired"
 )
 
@@ -76,6 +77,55 @@ func TestWithStoredRotations(t *testing.T) {
 			}
 			if fmt.Sprint(have) != fmt.Sprint(tt.want) {
 				t.Errorf("history = %v, want %v", have, tt.want)
+			}
+		})
+	}
+}
+
+// A rotation completes once a pass proves the API server trusts the pods
+// through everything that calls the Service: its CRDs and its registered
+// admission webhooks. A Service that only admission webhooks call
+// completes too (its rotations stayed in progress for good before).
+func TestRotationDoneWaitsForEveryCallerOfTheService(t *testing.T) {
+	now := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
+	ca, err := certs.NewCA("svc.team-a-ca", certs.ECDSAP256, time.Hour, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := v1alpha1.RotationRecord{Service: "svc", Kind: v1alpha1.RotationCA, NewFingerprint: certs.Fingerprint(ca.Cert), Outcome: v1alpha1.RotationInProgress}
+	crd := func(trusted, written bool) *crdState {
+		return &crdState{name: "widgets.example.com", webhook: desired.Webhook{Service: "svc"}, trusted: trusted, written: written}
+	}
+	type caller struct{ registered, trusted, unverifiable, written bool }
+	webhook := func(c caller) *admissionState {
+		return &admissionState{name: "vwidgets.example.com", webhook: desired.Webhook{Service: "svc"},
+			registered: c.registered, trusted: c.trusted, unverifiable: c.unverifiable, written: c.written}
+	}
+	for _, tc := range []struct {
+		name      string
+		crds      []*crdState
+		admission []caller
+		done      bool
+	}{
+		{name: "admission webhooks only, trusted", admission: []caller{{registered: true, trusted: true}}, done: true},
+		{name: "admission webhooks only, one not trusted this pass", admission: []caller{{registered: true, trusted: true}, {registered: true}}},
+		{name: "admission webhooks only, written this pass", admission: []caller{{registered: true, trusted: true, written: true}}},
+		{name: "admission webhooks only, none a dry run can reach", admission: []caller{{registered: true, unverifiable: true}}, done: true},
+		{name: "admission webhooks only, not registered yet", admission: []caller{{trusted: true}}},
+		{name: "a CRD trusted", crds: []*crdState{crd(true, false)}, done: true},
+		{name: "a CRD trusted, its admission webhook not", crds: []*crdState{crd(true, false)}, admission: []caller{{registered: true}}},
+		{name: "a CRD trusted and its admission webhook", crds: []*crdState{crd(true, false)}, admission: []caller{{registered: true, trusted: true}}, done: true},
+		{name: "a CRD written this pass", crds: []*crdState{crd(true, true)}, admission: []caller{{registered: true, trusted: true}}},
+		{name: "no caller at all"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := &installState{now: now, crds: tc.crds,
+				services: map[string]*serviceCerts{"svc": {ca: ca, rolledOut: true}}}
+			for _, c := range tc.admission {
+				s.admission = append(s.admission, webhook(c))
+			}
+			if got := rotationDone(s, &rec); got != tc.done {
+				t.Errorf("rotationDone = %v, want %v", got, tc.done)
 			}
 		})
 	}
