@@ -225,13 +225,14 @@ func verifiedThroughRotation(s *installState, c *crdState) bool {
 // trust then (rotationDone), its gates run probes of their own, and until
 // every pod serves the new certificate, a dry run would prove trust in a
 // mix of old and new pods that the next pass replaces. Every rollout step
-// (a pod created, ready, removed) wakes a pass, so with a dry run per CRD
-// in each, a rotation of an install with ten CRDs cost hundreds of
-// conversions (`make bench`'s storm: two dry runs in each of three passes
-// of a rollout of one pod). Through the rollout ConversionVerified keeps
-// the last verification's answer, as in any pass with nothing to prove;
-// a rollout that never ends leaves the old pods serving, trusted through
-// the old CA the caBundle keeps until the rotation's prune.
+// (a pod created, ready, removed) wakes a pass, and each cost a dry run
+// per CRD (`make bench`'s storm: two dry runs in each of three passes of
+// a one-pod rollout; over the storm's 120 s, 1,702 dry runs of the
+// installs' CRDs before this and 926 after). Through the rollout
+// ConversionVerified keeps the last verification's answer, as in any pass
+// with nothing to prove; a rollout that never ends leaves the old pods
+// serving, trusted through the old CA the caBundle keeps until the
+// rotation's prune.
 func awaitingRollout(s *installState, c *crdState) bool {
 	svc := s.services[c.webhook.Service]
 	return svc != nil && !svc.rolledOut && verifiedThroughRotation(s, c)
