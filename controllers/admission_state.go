@@ -59,9 +59,9 @@ type admissionState struct {
 	// configuration and trusted its serving certificate with the current
 	// caBundle. What a certificate rotation waits for, as crdState.trusted.
 	trusted bool
-	// unverifiable: no dry run can reach the webhook (its sideEffects, or
-	// no resource its rules match), whatever the cluster does: only a
-	// change of the install could verify it.
+	// unverifiable: Hookwright cannot verify the webhook: RBAC forbids its
+	// dry run, or no dry run can reach it (its sideEffects, or no resource
+	// its rules match).
 	unverifiable bool
 	// firstVerified: this pass's verification succeeded and the status
 	// did not say Verified, so it is confirmed once more (verify_confirm.go).

@@ -56,7 +56,7 @@ func (r *WebhookInstallReconciler) verifyAdmission(ctx context.Context, s *insta
 		}
 		v := r.verifyAdmissionWebhook(ctx, s, a)
 		admissionVerificationsTotal.WithLabelValues(string(a.kind), v.result()).Inc()
-		a.state, a.verifyReason, a.message, a.trusted, a.unverifiable = v.state, v.reason, v.message, v.trusted, v.static
+		a.state, a.verifyReason, a.message, a.trusted, a.unverifiable = v.state, v.reason, v.message, v.trusted, v.static || v.forbidden
 		switch {
 		case v.state == v1alpha1.AdmissionVerified && !admissionVerifiedBefore(s.install, a):
 			// Confirmed once more: see unconfirmedVerifications. A write

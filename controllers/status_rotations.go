@@ -98,14 +98,16 @@ func rotationDone(s *installState, rec *v1alpha1.RotationRecord) bool {
 
 // serviceVerified: this pass proved, through the API server, that it
 // trusts what the Service's pods serve, through everything that calls the
-// Service: each of its CRDs and each of its registered admission webhooks.
-// An admission webhook no dry run can reach (unverifiable: its
-// sideEffects, or rules no resource can match) is no caller to wait for:
-// only a change of the install could verify it, and a CA rotation's gates
-// probe it through the probe configurations (probeAdmissionService). A
-// Service with no caller yet proves nothing.
+// Service and that Hookwright can verify: each of its CRDs and each of its
+// registered admission webhooks. An admission webhook Hookwright cannot
+// verify (RBAC forbids the dry run, or no dry run reaches it: its
+// sideEffects, its rules) is not waited for: a CRD of the Service proves
+// the same pods' trust, and a Service that only such webhooks call has
+// nothing more to prove than its rollout (a CA rotation's gates probe
+// them through the probe configurations, probeAdmissionService, which
+// needs neither). A Service with no caller yet proves nothing.
 func serviceVerified(s *installState, service string) bool {
-	found := false
+	proven, unverifiable, crds := false, false, false
 	for _, c := range s.crds {
 		if c.webhook.Service != service {
 			continue
@@ -115,18 +117,23 @@ func serviceVerified(s *installState, service string) bool {
 		if !c.trusted || c.written {
 			return false
 		}
-		found = true
+		proven, crds = true, true
 	}
 	for _, a := range s.admissionOfService(service) {
-		if !a.registered {
+		switch {
+		case !a.registered:
 			continue // the API server does not call it yet
-		}
-		if a.written || !a.trusted && !a.unverifiable {
+		case a.written:
+			return false
+		case a.trusted:
+			proven = true
+		case a.unverifiable:
+			unverifiable = true
+		default:
 			return false
 		}
-		found = true
 	}
-	return found
+	return proven || unverifiable && !crds
 }
 
 // rotating reports whether the Service has a rotation under way, in which

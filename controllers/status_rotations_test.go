@@ -83,9 +83,10 @@ func TestWithStoredRotations(t *testing.T) {
 }
 
 // A rotation completes once a pass proves the API server trusts the pods
-// through everything that calls the Service: its CRDs and its registered
-// admission webhooks. A Service that only admission webhooks call
-// completes too (its rotations stayed in progress for good before).
+// through everything that calls the Service and that Hookwright can
+// verify: its CRDs and its registered admission webhooks. A Service that
+// only admission webhooks call completes too (its rotations stayed in
+// progress for good before).
 func TestRotationDoneWaitsForEveryCallerOfTheService(t *testing.T) {
 	now := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
 	ca, err := certs.NewCA("svc.team-a-ca", certs.ECDSAP256, time.Hour, now)
@@ -110,11 +111,16 @@ func TestRotationDoneWaitsForEveryCallerOfTheService(t *testing.T) {
 		{name: "admission webhooks only, trusted", admission: []caller{{registered: true, trusted: true}}, done: true},
 		{name: "admission webhooks only, one not trusted this pass", admission: []caller{{registered: true, trusted: true}, {registered: true}}},
 		{name: "admission webhooks only, written this pass", admission: []caller{{registered: true, trusted: true, written: true}}},
-		{name: "admission webhooks only, none a dry run can reach", admission: []caller{{registered: true, unverifiable: true}}, done: true},
+		{name: "admission webhooks only, none Hookwright can verify", admission: []caller{{registered: true, unverifiable: true}}, done: true},
+		{name: "admission webhooks only, one trusted, one Hookwright cannot verify", admission: []caller{{registered: true, trusted: true}, {registered: true, unverifiable: true}}, done: true},
 		{name: "admission webhooks only, not registered yet", admission: []caller{{trusted: true}}},
 		{name: "a CRD trusted", crds: []*crdState{crd(true, false)}, done: true},
 		{name: "a CRD trusted, its admission webhook not", crds: []*crdState{crd(true, false)}, admission: []caller{{registered: true}}},
 		{name: "a CRD trusted and its admission webhook", crds: []*crdState{crd(true, false)}, admission: []caller{{registered: true, trusted: true}}, done: true},
+		// RBAC forbids verifying the admission webhooks (the demo's
+		// install): the CRD proves the same pods' trust.
+		{name: "a CRD trusted, its admission webhook one Hookwright cannot verify", crds: []*crdState{crd(true, false)}, admission: []caller{{registered: true, unverifiable: true}}, done: true},
+		{name: "a CRD not trusted, its admission webhook one Hookwright cannot verify", crds: []*crdState{crd(false, false)}, admission: []caller{{registered: true, unverifiable: true}}},
 		{name: "a CRD written this pass", crds: []*crdState{crd(true, true)}, admission: []caller{{registered: true, trusted: true}}},
 		{name: "no caller at all"},
 	} {
