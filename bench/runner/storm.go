@@ -223,10 +223,15 @@ func (r *stormResult) timeNote() string {
 	if held := heldNote(r.Held, r.HeldTotal, r.Reconciles*r.ReconcileMean, 6); held != "" {
 		note += " " + held + "."
 	}
+	loads := r.ProbeLoads.describe()
 	if r.Probes != nil {
-		note += " The rotations' gates ran " + r.Probes.describe() + " (a probe holds one of the operator's probe CRDs while the API server loads two writes to it)."
+		note += " The rotations' gates ran " + r.Probes.describe()
+		if loads == "" { // else the waits' own sentence says what a probe holds its CRD for
+			note += " (a probe holds one of the operator's probe CRDs while the API server loads two writes to it)"
+		}
+		note += "."
 	}
-	if loads := r.ProbeLoads.describe(); loads != "" {
+	if loads != "" {
 		note += " " + loads
 	}
 	if r.APIServer != nil {
