@@ -99,25 +99,36 @@ func rotationDone(s *installState, rec *v1alpha1.RotationRecord) bool {
 // serviceVerified: this pass proved, through the API server, that it
 // trusts what the Service's pods serve, through everything that calls the
 // Service and that Hookwright can verify: each of its CRDs and each of its
-// registered admission webhooks. An admission webhook Hookwright cannot
-// verify (RBAC forbids the dry run, or no dry run reaches it: its
-// sideEffects, its rules) is not waited for: a CRD of the Service proves
-// the same pods' trust, and a Service that only such webhooks call has
-// nothing more to prove than its rollout (a CA rotation's gates probe
-// them through the probe configurations, probeAdmissionService, which
-// needs neither). A Service with no caller yet proves nothing.
+// registered admission webhooks. A caller Hookwright cannot verify is not
+// waited for: a CRD with no object to convert whose schema rejects the dry
+// run's empty object, a CRD or admission webhook whose dry run RBAC
+// forbids, an admission webhook no dry run reaches (its sideEffects, its
+// rules). Another caller of the Service proves the same pods' trust, and a
+// Service that only such callers call has nothing more to prove than its
+// rollout: a CA rotation's gates probed its trust through the probe CRD
+// and configurations (trustprobe.go, probeAdmissionService), which need
+// neither objects nor the install's RBAC. Waiting for them instead kept
+// such a rotation InProgress until the next one superseded it and
+// recorded it Failed, with a RotationFailed Event and alert. A Service
+// with no caller yet proves nothing.
 func serviceVerified(s *installState, service string) bool {
-	proven, unverifiable, crds := false, false, false
+	proven, unverifiable := false, false
 	for _, c := range s.crds {
 		if c.webhook.Service != service {
 			continue
 		}
-		// Trust proven is what a rotation needs: a webhook that refuses
-		// one stored object still serves the new certificate.
-		if !c.trusted || c.written {
+		switch {
+		case c.written:
+			return false // verified on the next pass
+		case c.trusted:
+			// Trust proven is what a rotation needs: a webhook that
+			// refuses one stored object still serves the new certificate.
+			proven = true
+		case c.unverifiable:
+			unverifiable = true
+		default:
 			return false
 		}
-		proven, crds = true, true
 	}
 	for _, a := range s.admissionOfService(service) {
 		switch {
@@ -133,7 +144,7 @@ func serviceVerified(s *installState, service string) bool {
 			return false
 		}
 	}
-	return proven || unverifiable && !crds
+	return proven || unverifiable
 }
 
 // rotating reports whether the Service has a rotation under way, in which

@@ -97,6 +97,13 @@ func TestRotationDoneWaitsForEveryCallerOfTheService(t *testing.T) {
 	crd := func(trusted, written bool) *crdState {
 		return &crdState{name: "widgets.example.com", webhook: desired.Webhook{Service: "svc"}, trusted: trusted, written: written}
 	}
+	// unverifiableCRD: no object to convert and the schema rejects the dry
+	// run's empty object before conversion, or RBAC forbids the dry run.
+	unverifiableCRD := func(forbidden, written bool) *crdState {
+		c := crd(false, written)
+		c.unverifiable, c.forbidden = true, forbidden
+		return c
+	}
 	type caller struct{ registered, trusted, unverifiable, written bool }
 	webhook := func(c caller) *admissionState {
 		return &admissionState{name: "vwidgets.example.com", webhook: desired.Webhook{Service: "svc"},
@@ -122,6 +129,16 @@ func TestRotationDoneWaitsForEveryCallerOfTheService(t *testing.T) {
 		{name: "a CRD trusted, its admission webhook one Hookwright cannot verify", crds: []*crdState{crd(true, false)}, admission: []caller{{registered: true, unverifiable: true}}, done: true},
 		{name: "a CRD not trusted, its admission webhook one Hookwright cannot verify", crds: []*crdState{crd(false, false)}, admission: []caller{{registered: true, unverifiable: true}}},
 		{name: "a CRD written this pass", crds: []*crdState{crd(true, true)}, admission: []caller{{registered: true, trusted: true}}},
+		// A CRD with no object yet whose schema rejects an empty one, or
+		// whose dry run RBAC forbids: the rotation's gates proved trust
+		// through the probe CRDs, which need neither.
+		{name: "a CRD Hookwright cannot verify: no object, its schema rejects the dry run", crds: []*crdState{unverifiableCRD(false, false)}, done: true},
+		{name: "a CRD Hookwright cannot verify: RBAC forbids the dry run", crds: []*crdState{unverifiableCRD(true, false)}, done: true},
+		{name: "a CRD Hookwright cannot verify, written this pass", crds: []*crdState{unverifiableCRD(false, true)}},
+		{name: "a CRD Hookwright cannot verify, another not trusted", crds: []*crdState{unverifiableCRD(false, false), crd(false, false)}},
+		{name: "a CRD Hookwright cannot verify, another trusted", crds: []*crdState{unverifiableCRD(false, false), crd(true, false)}, done: true},
+		{name: "a CRD Hookwright cannot verify, its admission webhook not trusted", crds: []*crdState{unverifiableCRD(false, false)}, admission: []caller{{registered: true}}},
+		{name: "a CRD Hookwright cannot verify, its admission webhook trusted", crds: []*crdState{unverifiableCRD(true, false)}, admission: []caller{{registered: true, trusted: true}}, done: true},
 		{name: "no caller at all"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
