@@ -3,7 +3,6 @@ package runner
 import (
 	"context"
 	"fmt"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -31,8 +30,8 @@ type floorInstall struct {
 	secret  *corev1.Secret
 	caCert  []byte
 	crds    []*apiextensionsv1.CustomResourceDefinition
-	written bool // its Secret, Service and Deployment exist
-	queued  bool // its second step is queued
+	written bool // its first step is done (floorRun)
+	queued  bool // its second step is queued (floorRun)
 }
 
 // p4Floor measures what no operator can beat in P4 on this test ground,
@@ -66,90 +65,20 @@ func (b *bench) p4Floor(ctx context.Context) error {
 	}
 
 	res := &p4FloorResult{N: n, Workers: workers}
-	var writes, failed atomic.Int64
-	firstSteps := make(chan *floorInstall, n)
-	second := make(chan *floorInstall, n)
-	for _, in := range installs {
-		firstSteps <- in
+	var writes atomic.Int64
+	run := floorRun{
+		workers: workers,
+		first:   func(ctx context.Context, in *floorInstall) error { return b.floorWrite(ctx, in, &writes) },
+		ready: func(in *floorInstall) bool {
+			_, ok := b.observer.get(b.observer.available, types.NamespacedName{Namespace: in.ns, Name: webhookDeployment})
+			return ok
+		},
+		second: func(ctx context.Context, in *floorInstall) (time.Time, int, error) {
+			return b.floorConvert(ctx, in, served, &writes)
+		},
 	}
-	close(firstSteps)
-	var mu sync.Mutex // guards the installs' written and queued, and converged
-	converged := map[string]time.Time{}
-	deadline := time.Now().Add(b.sz.p4MaxPerSize)
-	runCtx, stop := context.WithDeadline(ctx, deadline)
-	defer stop()
 	b.logf("P4 floor N=%d: installing with %d workers", n, workers)
-	t0 := time.Now()
-
-	// The dispatcher queues an install's second step once its
-	// Deployment is available, and ends the run when every install
-	// converted or the deadline passed.
-	go func() {
-		defer stop()
-		for {
-			mu.Lock()
-			done := len(converged) == n
-			for _, in := range installs {
-				if in.written && !in.queued {
-					if _, ok := b.observer.get(b.observer.available, types.NamespacedName{Namespace: in.ns, Name: webhookDeployment}); ok {
-						in.queued = true
-						second <- in
-					}
-				}
-			}
-			mu.Unlock()
-			if done {
-				return
-			}
-			select {
-			case <-runCtx.Done():
-				return
-			case <-time.After(5 * time.Millisecond):
-			}
-		}
-	}()
-
-	var firstErr error
-	var errOnce sync.Once
-	fail := func(err error) {
-		errOnce.Do(func() { firstErr = err })
-		stop()
-	}
-	var wg sync.WaitGroup
-	for w := 0; w < workers; w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			var first <-chan *floorInstall = firstSteps
-			for {
-				in, isSecond, ok := nextFloorStep(runCtx, second, &first)
-				if !ok {
-					return
-				}
-				if !isSecond {
-					if err := b.floorWrite(runCtx, in, &writes); err != nil {
-						fail(err)
-						return
-					}
-					mu.Lock()
-					in.written = true
-					mu.Unlock()
-					continue
-				}
-				when, probesFailed, err := b.floorConvert(runCtx, in, served, &writes)
-				failed.Add(int64(probesFailed))
-				if err != nil {
-					fail(err)
-					return
-				}
-				mu.Lock()
-				converged[in.ns] = when
-				mu.Unlock()
-			}
-		}()
-	}
-	wg.Wait()
-
+	t0, converged, failed, firstErr := run.run(ctx, installs, time.Now().Add(b.sz.p4MaxPerSize))
 	end := t0
 	for _, t := range converged {
 		if t.After(end) {
@@ -157,7 +86,7 @@ func (b *bench) p4Floor(ctx context.Context) error {
 		}
 	}
 	res.Converged, res.Seconds = len(converged), end.Sub(t0).Seconds()
-	res.Writes, res.FailedProbes = int(writes.Load()), int(failed.Load())
+	res.Writes, res.FailedProbes = int(writes.Load()), failed
 	b.report.P4Floor = res
 	if firstErr == nil && res.Converged < n {
 		firstErr = fmt.Errorf("%d of %d floor installs converted within %s", res.Converged, n, b.sz.p4MaxPerSize)
@@ -167,28 +96,6 @@ func (b *bench) p4Floor(ctx context.Context) error {
 	}
 	b.logf("P4 floor N=%d: %d/%d converted in %s, %d writes (%.1f per install), %d failed dry runs", n, res.Converged, n, secs(res.Seconds), res.Writes, float64(res.Writes)/float64(n), res.FailedProbes)
 	return nil
-}
-
-// nextFloorStep hands a worker the next step: a second step if one is
-// queued, else a first; ok is false once the run has ended.
-func nextFloorStep(ctx context.Context, second <-chan *floorInstall, first *<-chan *floorInstall) (in *floorInstall, isSecond, ok bool) {
-	select {
-	case in := <-second:
-		return in, true, true
-	default:
-	}
-	select {
-	case <-ctx.Done():
-		return nil, false, false
-	case in := <-second:
-		return in, true, true
-	case in, open := <-*first:
-		if !open {
-			*first = nil // every first step is taken: wait for second steps only
-			return nextFloorStep(ctx, second, first)
-		}
-		return in, false, true
-	}
 }
 
 // prepareFloorInstall makes the namespace, its two CRDs (conversion None)

@@ -17,7 +17,7 @@ type Row struct {
 }
 
 // RowIDs are the rows every complete run has, in table order.
-var RowIDs = []string{"P1", "P2", "P3", "P4", "P4 fit", "P4 writes", "P4 floor", "P5 idle", "P5 loaded", "P5 vs anchor", "P5 limit", "Cert ECDSA-P256", "Cert ECDSA-P384", "Cert RSA-2048", "P6", "Storm", "Migration"}
+var RowIDs = []string{"P1", "P2", "P3", "P4", "P4 fit", "P4 writes", "P4 floor", "P5 idle", "P5 loaded", "P5 vs anchor", "P5 limit", "Cert ECDSA-P256", "Cert ECDSA-P384", "Cert RSA-2048", "P6", "Storm", "Storm floor", "Migration"}
 
 // Report is a run's results.
 type Report struct {
@@ -43,6 +43,7 @@ type Report struct {
 	P4               *p4Result
 	P4Floor          *p4FloorResult
 	Storm            *stormResult
+	StormFloor       *stormFloorResult
 	P5               *p5Result
 	MemoryLimit      *memoryLimitResult
 	Profile          *profileResult
@@ -311,6 +312,10 @@ func (r *Report) details(w func(string, ...any)) {
 	}
 	if p := r.Storm; p != nil {
 		w("%s", p.describe())
+		w("")
+	}
+	if f := r.StormFloor; f != nil {
+		w("%s", f.describe())
 		w("")
 	}
 	if p := r.P5; p != nil {

@@ -334,6 +334,7 @@ func (b *bench) run(ctx context.Context) (retErr error) {
 		// Last: rotations the storm leaves unfinished when its wait ends
 		// go on, and would be counted by the idle measures and slow the
 		// profile if any came after it.
+		{"Rotation storm floor", b.stormFloor}, // on the storm's cluster, before it
 		{"Rotation storm", b.storm},
 	} {
 		if ctx.Err() != nil {

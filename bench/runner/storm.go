@@ -207,6 +207,9 @@ func (b *bench) storm(ctx context.Context) error {
 		Anchor:     "—",
 		Met:        metText(res.Rotated == n && res.Seconds <= stormGoal.Seconds() && res.Failed == 0),
 	})
+	if row, ok := b.report.StormFloor.row(res); ok {
+		b.report.setRow(row)
+	}
 	b.logf("Rotation storm: %d/%d in %s, %d of %d reads failed, %d writes", res.Rotated, n, secs(res.Seconds), res.Failed, res.Reads, res.Writes)
 	return nil
 }

@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 	toolscache "k8s.io/client-go/tools/cache"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -52,6 +53,7 @@ type observer struct {
 	promoted     map[types.NamespacedName]time.Time
 	rotationMark string
 	stop         context.CancelFunc
+	reader       client.Reader // the watches' cache
 }
 
 // servingCert is one serving certificate seen in a Hookwright Secret.
@@ -76,7 +78,7 @@ func startObserver(cfg *rest.Config) (*observer, error) {
 		promoted: map[types.NamespacedName]time.Time{}, unfinished: map[types.NamespacedName]bool{},
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	o.stop = cancel
+	o.stop, o.reader = cancel, c
 	handlers := map[client.Object]func(obj any){
 		&appsv1.Deployment{}:       o.deployment,
 		&v1alpha1.WebhookInstall{}: o.install,
@@ -115,6 +117,19 @@ func (o *observer) deployment(obj any) {
 			o.first(o.available, client.ObjectKeyFromObject(dep))
 		}
 	}
+}
+
+// rolledOut: every replica of the Deployment runs its pod template, and
+// that template's annotation has value (as the operator's
+// runsCertificate, from the watch's cache).
+func (o *observer) rolledOut(key types.NamespacedName, annotation, value string) bool {
+	dep := &appsv1.Deployment{}
+	if err := o.reader.Get(context.Background(), key, dep); err != nil {
+		return false
+	}
+	want, st := ptr.Deref(dep.Spec.Replicas, 1), dep.Status
+	return dep.Spec.Template.Annotations[annotation] == value && st.ObservedGeneration >= dep.Generation &&
+		st.UpdatedReplicas >= want && st.Replicas <= st.UpdatedReplicas && st.AvailableReplicas >= st.UpdatedReplicas
 }
 
 func (o *observer) install(obj any) {
