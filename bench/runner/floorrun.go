@@ -2,6 +2,7 @@ package runner
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"time"
 )
@@ -24,7 +25,8 @@ type floorRun struct {
 // run returns when the first step started, when each install's second
 // step ended (by namespace), the dry runs that failed and the first
 // error. It ends when every install is done, at the first error, or at
-// deadline.
+// deadline: the steps that deadline cut short are no error, the installs
+// missing from done say what it cut.
 func (f floorRun) run(ctx context.Context, installs []*floorInstall, deadline time.Time) (t0 time.Time, done map[string]time.Time, failed int, firstErr error) {
 	for _, in := range installs {
 		in.written, in.queued = false, false
@@ -68,6 +70,9 @@ func (f floorRun) run(ctx context.Context, installs []*floorInstall, deadline ti
 
 	var errOnce sync.Once
 	fail := func(err error) {
+		if errors.Is(runCtx.Err(), context.DeadlineExceeded) && ctx.Err() == nil {
+			return // cut short by the deadline
+		}
 		errOnce.Do(func() { firstErr = err })
 		stop()
 	}

@@ -96,11 +96,11 @@ func (b *bench) stormFloor(ctx context.Context) error {
 		}
 	}
 	res.Rotated, res.Seconds = len(rotated), end.Sub(t0).Seconds()
+	if res.Rotated < n {
+		res.Seconds = stormGoal.Seconds() // the run's deadline cut it short
+	}
 	res.Writes, res.FailedProbes = int(writes.Load()), failed
 	b.report.StormFloor = res
-	if runErr == nil && res.Rotated < n {
-		runErr = fmt.Errorf("%d of %d floor installs rotated within %s", res.Rotated, n, stormGoal)
-	}
 	if runErr != nil {
 		return fmt.Errorf("rotation storm floor: %w", runErr)
 	}
@@ -152,7 +152,11 @@ func (b *bench) stormFloorPrune(ctx context.Context, in *floorInstall, writes *a
 	failed := 0
 	for _, kind := range crdKinds {
 		p := b.startProber(ctx, in.ns, kind, nil)
-		converted, n, err := p.firstSuccess(time.Now().Add(time.Minute))
+		deadline := time.Now().Add(time.Minute)
+		if end, ok := ctx.Deadline(); ok && end.Before(deadline) {
+			deadline = end // the run's
+		}
+		converted, n, err := p.firstSuccess(deadline)
 		failed += n
 		if err != nil {
 			return time.Time{}, failed, fmt.Errorf("storm floor %s %s: %w", in.ns, kind, err)
@@ -177,15 +181,19 @@ func (b *bench) patchCABundle(ctx context.Context, name string, bundle []byte, w
 	return nil
 }
 
-// row compares the storm with its floor; false when there is no floor or
-// it did not rotate every install.
+// row compares the storm with its floor; false when there is no floor.
+// A floor that did not rotate every install within the storm's goal says
+// how many it did: the goal is then below the floor at that size.
 func (f *stormFloorResult) row(storm *stormResult) (Row, bool) {
-	if f == nil || f.Rotated < f.N || f.Seconds <= 0 {
+	if f == nil || f.Seconds <= 0 {
 		return Row{}, false
 	}
 	perInstall := f.Seconds / float64(f.N)
 	hookwright := fmt.Sprintf("floor %s (%s per install, %.1f writes per install); at the floor's time per install, %d rotations take %s",
 		secs(f.Seconds), ms(perInstall), float64(f.Writes)/float64(f.N), storm.Installs, secs(float64(storm.Installs)*perInstall))
+	if f.Rotated < f.N {
+		hookwright = fmt.Sprintf("floor: %d of %d rotated in %s, the storm's goal (%d writes)", f.Rotated, f.N, secs(stormGoal.Seconds()), f.Writes)
+	}
 	if storm.Rotated > 0 {
 		hookwright += fmt.Sprintf(" (Hookwright: %d of %d in %s)", storm.Rotated, storm.Installs, secs(storm.Seconds))
 	}
@@ -201,6 +209,6 @@ func (f *stormFloorResult) row(storm *stormResult) (Row, bool) {
 
 // describe is the floor's paragraph in "How each figure is measured".
 func (f *stormFloorResult) describe() string {
-	return fmt.Sprintf("**Rotation storm floor.** Just before the storm, on the same cluster, the P4 floor's %d installs (idle, converted through their webhooks, no WebhookInstall) rotate their CA at once, made by the bench itself with each install's new CA and serving certificate made before the clock: %d workers, as many as the operator's reconcile workers, take each install's first step (patch each CRD's caBundle to the old and the new CA, patch the serving Secret to a certificate of the new CA, annotate the Deployment's pod template so that its pods roll) and, the moment the bench's watch sees every replica run that template, its second (patch each CRD's caBundle to the new CA alone, then a server-side dry run at v2 every 5 ms until one converts through the webhook); second steps go first. The time runs from the first write to the last install's conversion: %s, %d of %d rotated, %d writes (%.1f per install), %d dry runs failed after a prune before one converted. The floor proves nothing Hookwright proves before each step (that the API server loaded the caBundle before the pods move to the new CA, that it trusts them through the new CA alone before the old leaves), and writes no CA Secret, status or Event, so no operator's ordered rotation can go below it on this test ground.",
-		f.N, f.Workers, secs(f.Seconds), f.Rotated, f.N, f.Writes, float64(f.Writes)/float64(f.N), f.FailedProbes)
+	return fmt.Sprintf("**Rotation storm floor.** Just before the storm, on the same cluster, the P4 floor's %d installs (idle, converted through their webhooks, no WebhookInstall) rotate their CA at once, made by the bench itself with each install's new CA and serving certificate made before the clock: %d workers, as many as the operator's reconcile workers, take each install's first step (patch each CRD's caBundle to the old and the new CA, patch the serving Secret to a certificate of the new CA, annotate the Deployment's pod template so that its pods roll) and, the moment the bench's watch sees every replica run that template, its second (patch each CRD's caBundle to the new CA alone, then a server-side dry run at v2 every 5 ms until one converts through the webhook); second steps go first. The time runs from the first write to the last install's conversion, or to the storm's goal (%s) if that comes first: %s, %d of %d rotated, %d writes (%.1f per install), %d dry runs failed after a prune before one converted. The floor proves nothing Hookwright proves before each step (that the API server loaded the caBundle before the pods move to the new CA, that it trusts them through the new CA alone before the old leaves), and writes no CA Secret, status or Event, so no operator's ordered rotation can go below it on this test ground.",
+		f.N, f.Workers, secs(stormGoal.Seconds()), secs(f.Seconds), f.Rotated, f.N, f.Writes, float64(f.Writes)/float64(f.N), f.FailedProbes)
 }

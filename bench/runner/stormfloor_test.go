@@ -62,8 +62,8 @@ func TestFloorRunTakesEachSecondStepAfterItsFirstOnceReady(t *testing.T) {
 }
 
 // The storm floor row extrapolates the floor's time per install to the
-// storm's size, names Hookwright's figure, and is left out when the floor
-// did not rotate every install.
+// storm's size and names Hookwright's figure; a floor the storm's goal
+// cut short says how many it rotated.
 func TestStormFloorRow(t *testing.T) {
 	storm := &stormResult{Installs: 1000, Rotated: 201, Seconds: 120}
 	for _, tc := range []struct {
@@ -77,7 +77,8 @@ func TestStormFloorRow(t *testing.T) {
 		{name: "no storm rotation completed", floor: &stormFloorResult{N: 100, Rotated: 100, Workers: 8, Seconds: 12.5, Writes: 600}, storm: &stormResult{Installs: 1000, Seconds: 120},
 			want: "floor 12.5 s (125 ms per install, 6.0 writes per install); at the floor's time per install, 1000 rotations take 125.0 s"},
 		{name: "no floor measured", storm: storm},
-		{name: "the floor did not finish", floor: &stormFloorResult{N: 100, Rotated: 99, Seconds: 120, Writes: 594}, storm: storm},
+		{name: "the floor did not finish", floor: &stormFloorResult{N: 1000, Rotated: 640, Seconds: 120, Writes: 5200}, storm: storm,
+			want: "floor: 640 of 1000 rotated in 120.0 s, the storm's goal (5200 writes) (Hookwright: 201 of 1000 in 120.0 s)"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			row, ok := tc.floor.row(tc.storm)
