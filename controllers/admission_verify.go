@@ -54,6 +54,11 @@ func (r *WebhookInstallReconciler) verifyAdmission(ctx context.Context, s *insta
 			a.state, a.trusted, a.message = v1alpha1.AdmissionVerified, true, previousAdmissionMessage(s.install, a)
 			continue
 		}
+		if !confirm && admissionAwaitingRollout(s, a) {
+			// Verified it stays; trust is not proven this pass.
+			a.state, a.message = v1alpha1.AdmissionVerified, previousAdmissionMessage(s.install, a)
+			continue
+		}
 		v := r.verifyAdmissionWebhook(ctx, s, a)
 		admissionVerificationsTotal.WithLabelValues(string(a.kind), v.result()).Inc()
 		a.state, a.verifyReason, a.message, a.trusted, a.unverifiable = v.state, v.reason, v.message, v.trusted, v.static || v.forbidden
@@ -294,6 +299,22 @@ func (r *WebhookInstallReconciler) admissionStillVerified(s *installState, a *ad
 		}
 	}
 	return admissionVerifiedBefore(s.install, a)
+}
+
+// admissionAwaitingRollout is awaitingRollout (step_verify.go) for an
+// admission webhook: a rotation of its Service is under way, the status
+// says the webhook is verified for this spec, and the Service's Deployment
+// has not yet rolled the rotation's serving certificate out to every
+// replica. Such a pass proves nothing the rotation waits for: it is done
+// only once a pass finds the rollout done and proves trust then
+// (serviceVerified), and its gates probe the webhooks themselves
+// (probeAdmissionService). Each rollout step wakes a pass; each cost a dry
+// run per webhook, and a trust probe of the probe configuration for one
+// with failurePolicy Ignore.
+func admissionAwaitingRollout(s *installState, a *admissionState) bool {
+	svc := s.services[a.webhook.Service]
+	return svc != nil && !svc.rolledOut && rotating(s, a.webhook.Service) &&
+		s.install.Status.ObservedGeneration == s.install.Generation && admissionVerifiedBefore(s.install, a)
 }
 
 // admissionStatusSince is the VerifiedSince the install's status gives
