@@ -357,15 +357,9 @@ var _ = Describe("Admission webhooks", func() {
 		Expect(k8s.Create(ctx, install)).To(Succeed())
 		rotationsEnd := func(want int) {
 			GinkgoHelper()
-			Eventually(func(g Gomega) {
-				whi := installIn(ctx, g, ns, "widgets")
-				g.Expect(whi.Status.Phase).To(Equal(v1alpha1.PhaseSucceeded), "%s: %s", whi.Status.Reason, whi.Status.Message)
+			eventuallyRotationsSucceeded(ctx, ns, want, func(g Gomega, whi *v1alpha1.WebhookInstall) {
 				g.Expect(condition(whi, v1alpha1.TypeAdmissionVerified).Status).To(Equal(metav1.ConditionTrue))
-				g.Expect(whi.Status.Rotations).To(HaveLen(want))
-				for _, rec := range whi.Status.Rotations {
-					g.Expect(rec.Outcome).To(Equal(v1alpha1.RotationSucceeded), "%+v (%s)", rec, condition(whi, v1alpha1.TypeCertificatesReady).Message)
-				}
-			}, 2*time.Minute, 200*time.Millisecond).Should(Succeed()) // as the other rotation specs: a loaded suite slows a CA rotation's steps
+			})
 		}
 		By("its first certificates: a CA and a serving rotation, both Initial")
 		rotationsEnd(2)

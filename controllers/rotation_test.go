@@ -322,6 +322,22 @@ var _ = Describe("Certificate rotation", func() {
 	})
 })
 
+// eventuallyRotationsSucceeded waits until install "widgets" of ns is
+// Succeeded with want rotation records, every one Succeeded, and also
+// holds.
+func eventuallyRotationsSucceeded(ctx context.Context, ns string, want int, also func(g Gomega, whi *v1alpha1.WebhookInstall)) {
+	GinkgoHelper()
+	Eventually(func(g Gomega) {
+		whi := installIn(ctx, g, ns, "widgets")
+		g.Expect(whi.Status.Phase).To(Equal(v1alpha1.PhaseSucceeded), "%s: %s", whi.Status.Reason, whi.Status.Message)
+		also(g, whi)
+		g.Expect(whi.Status.Rotations).To(HaveLen(want))
+		for _, rec := range whi.Status.Rotations {
+			g.Expect(rec.Outcome).To(Equal(v1alpha1.RotationSucceeded), "%+v (%s)", rec, condition(whi, v1alpha1.TypeCertificatesReady).Message)
+		}
+	}, 2*time.Minute, 200*time.Millisecond).Should(Succeed()) // as the other rotation specs: a loaded suite slows a CA rotation's steps
+}
+
 func requestRotation(ctx context.Context, ns, request string) {
 	GinkgoHelper()
 	whi := getInstall(ctx, ns, "widgets")
