@@ -40,8 +40,8 @@ type stormFloorResult struct {
 // webhook); second steps go first. The new certificates are made before
 // the clock. It proves nothing Hookwright proves before each step (that
 // the API server loaded the caBundle, that it trusts the pods through the
-// new CA alone), and writes no CA Secret, status or Event: a lower bound,
-// not a rotation to ship.
+// new CA alone), and writes no CA Secret, status or Event: a lower bound
+// for a rotation that rolls its pods, not a rotation to ship.
 func (b *bench) stormFloor(ctx context.Context) error {
 	p4 := b.report.P4Floor
 	if p4 == nil || p4.Converged < p4.N {
@@ -209,6 +209,6 @@ func (f *stormFloorResult) row(storm *stormResult) (Row, bool) {
 
 // describe is the floor's paragraph in "How each figure is measured".
 func (f *stormFloorResult) describe() string {
-	return fmt.Sprintf("**Rotation storm floor.** Just before the storm, on the same cluster, the P4 floor's %d installs (idle, converted through their webhooks, no WebhookInstall) rotate their CA at once, made by the bench itself with each install's new CA and serving certificate made before the clock: %d workers, as many as the operator's reconcile workers, take each install's first step (patch each CRD's caBundle to the old and the new CA, patch the serving Secret to a certificate of the new CA, annotate the Deployment's pod template so that its pods roll) and, the moment the bench's watch sees every replica run that template, its second (patch each CRD's caBundle to the new CA alone, then a server-side dry run at v2 every 5 ms until one converts through the webhook); second steps go first. The time runs from the first write to the last install's conversion, or to the storm's goal (%s) if that comes first: %s, %d of %d rotated, %d writes (%.1f per install), %d dry runs failed after a prune before one converted. The floor proves nothing Hookwright proves before each step (that the API server loaded the caBundle before the pods move to the new CA, that it trusts them through the new CA alone before the old leaves), and writes no CA Secret, status or Event, so no operator's ordered rotation can go below it on this test ground.",
+	return fmt.Sprintf("**Rotation storm floor.** Just before the storm, on the same cluster, the P4 floor's %d installs (idle, converted through their webhooks, no WebhookInstall) rotate their CA at once, made by the bench itself with each install's new CA and serving certificate made before the clock: %d workers, as many as the operator's reconcile workers, take each install's first step (patch each CRD's caBundle to the old and the new CA, patch the serving Secret to a certificate of the new CA, annotate the Deployment's pod template so that its pods roll) and, the moment the bench's watch sees every replica run that template, its second (patch each CRD's caBundle to the new CA alone, then a server-side dry run at v2 every 5 ms until one converts through the webhook); second steps go first. The time runs from the first write to the last install's conversion, or to the storm's goal (%s) if that comes first: %s, %d of %d rotated, %d writes (%.1f per install), %d dry runs failed after a prune before one converted. The floor proves nothing Hookwright proves before each step (that the API server loaded the caBundle before the pods move to the new CA, that it trusts them through the new CA alone before the old leaves), and writes no CA Secret, status or Event: no rotation that rolls the pods onto the new certificate, as Hookwright's does to know that every pod serves it, can go below it on this test ground.",
 		f.N, f.Workers, secs(stormGoal.Seconds()), secs(f.Seconds), f.Rotated, f.N, f.Writes, float64(f.Writes)/float64(f.N), f.FailedProbes)
 }
