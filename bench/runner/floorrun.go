@@ -115,6 +115,17 @@ func (f floorRun) run(ctx context.Context, installs []*floorInstall, deadline ti
 	return t0, done, failed, firstErr
 }
 
+// untilLast is how long after t0 the last install was done (0 if none).
+func untilLast(t0 time.Time, done map[string]time.Time) time.Duration {
+	end := t0
+	for _, t := range done {
+		if t.After(end) {
+			end = t
+		}
+	}
+	return end.Sub(t0)
+}
+
 // nextFloorStep hands a worker the next step: a second step if one is
 // queued, else a first; ok is false once the run has ended.
 func nextFloorStep(ctx context.Context, second <-chan *floorInstall, first *<-chan *floorInstall) (in *floorInstall, isSecond, ok bool) {

@@ -79,13 +79,7 @@ func (b *bench) p4Floor(ctx context.Context) error {
 	}
 	b.logf("P4 floor N=%d: installing with %d workers", n, workers)
 	t0, converged, failed, firstErr := run.run(ctx, installs, time.Now().Add(b.sz.p4MaxPerSize))
-	end := t0
-	for _, t := range converged {
-		if t.After(end) {
-			end = t
-		}
-	}
-	res.Converged, res.Seconds = len(converged), end.Sub(t0).Seconds()
+	res.Converged, res.Seconds = len(converged), untilLast(t0, converged).Seconds()
 	res.Writes, res.FailedProbes = int(writes.Load()), failed
 	b.report.P4Floor = res
 	if firstErr == nil && res.Converged < n {

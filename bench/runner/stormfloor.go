@@ -89,13 +89,7 @@ func (b *bench) stormFloor(ctx context.Context) error {
 	}
 	b.logf("Rotation storm floor N=%d: rotating with %d workers", n, workers)
 	t0, rotated, failed, runErr := run.run(ctx, installs, time.Now().Add(stormGoal))
-	end := t0
-	for _, t := range rotated {
-		if t.After(end) {
-			end = t
-		}
-	}
-	res.Rotated, res.Seconds = len(rotated), end.Sub(t0).Seconds()
+	res.Rotated, res.Seconds = len(rotated), untilLast(t0, rotated).Seconds()
 	if res.Rotated < n {
 		res.Seconds = stormGoal.Seconds() // the run's deadline cut it short
 	}

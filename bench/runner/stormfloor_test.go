@@ -51,6 +51,12 @@ func TestFloorRunTakesEachSecondStepAfterItsFirstOnceReady(t *testing.T) {
 		if at.Before(t0) {
 			t.Errorf("%s done at %s, before the run started at %s", ns, at, t0)
 		}
+		if span := untilLast(t0, done); span < at.Sub(t0) {
+			t.Errorf("untilLast = %s, shorter than %s's %s", span, ns, at.Sub(t0))
+		}
+	}
+	if span := untilLast(t0, nil); span != 0 {
+		t.Errorf("untilLast with nothing done = %s, want 0", span)
 	}
 
 	broken := errors.New("patch refused")
