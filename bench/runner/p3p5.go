@@ -14,6 +14,7 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1alpha1 "github.com/hookwright/hookwright/api/v1alpha1"
@@ -329,10 +330,24 @@ func (b *bench) census(ctx context.Context) []string {
 			out = append(out, fmt.Sprintf("%s: %v", l.what, err))
 			continue
 		}
-		raw, _ := json.Marshal(l.list)
-		out = append(out, fmt.Sprintf("%s: %d objects, %s of JSON", l.what, meta.LenList(l.list), mib(int64(len(raw)))))
+		out = append(out, censusLine(l.what, l.list))
 	}
 	return out
+}
+
+// censusLine sizes list as served, and the share of it that is
+// managedFields, which Hookwright's cache drops (controllers.CacheOptions)
+// and cert-controller's keeps. It strips them from list's items.
+func censusLine(what string, list client.ObjectList) string {
+	served, _ := json.Marshal(list)
+	_ = meta.EachListItem(list, func(obj runtime.Object) error {
+		if o, err := meta.Accessor(obj); err == nil {
+			o.SetManagedFields(nil)
+		}
+		return nil
+	})
+	stripped, _ := json.Marshal(list)
+	return fmt.Sprintf("%s: %d objects, %s of JSON, %s of it managedFields", what, meta.LenList(list), mib(int64(len(served))), mib(int64(len(served)-len(stripped))))
 }
 
 // heapInuse reads go_memstats_heap_inuse_bytes from the process's metrics.

@@ -322,7 +322,7 @@ func (r *Report) details(w func(string, ...any)) {
 		w("**P5.** RSS is VmRSS from /proc/<pid>/status: the median of the last 10 samples taken 2 s apart (both operators over the same seconds), once they lie within 3%% of it (not settled within %s: %v); HWM is VmHWM, the peak since the process started. Idle: with every install present, at least %s after P3's restart resync ended and after cert-controller started (the Go runtime forces a GC every 2 minutes; until then an idle heap still counts the burst's garbage). Loaded: after creating %d foreign Secrets (2 KiB each, 10 namespaces) and %d foreign CRDs (~%d KB schema each) in %s, and %s to settle. cert-controller runs one rotator for one webhook (its smallest deployment) in the same cluster at the same moments. Go heap in use when loaded: Hookwright %s, cert-controller %s.",
 			sizesFor(r.Smoke).memoryWait, orNone(p.Unsettled), sizesFor(r.Smoke).idleAfter, p.Secrets, p.CRDs, p.SchemaKB, p.Created.Round(time.Second), r.p5Settle(), mib(p.HWHeap), mib(p.CCHeap))
 		w("")
-		w("What the caches could hold when loaded (JSON as served; Go objects take more):")
+		w("What the caches could hold when loaded (JSON as served; Go objects take more). Hookwright's cache drops the objects' managedFields, cert-controller's keeps them:")
 		w("")
 		for _, c := range p.Census {
 			w("- %s", c)
