@@ -52,8 +52,12 @@ type installState struct {
 	// endpoint, and its Deployment turned available less than
 	// endpointsRetry ago (status_defer.go).
 	endpointsJustLate bool
-	rollingOut        []string // webhook Deployments not yet all on the current template
-	issuedCerts       bool
+	// startingFor: how much longer every webhook Deployment not available
+	// yet counts as just created (firstStatusGrace); zero when none waits,
+	// or one was created longer ago (status_defer.go).
+	startingFor time.Duration
+	rollingOut  []string // webhook Deployments not yet all on the current template
+	issuedCerts bool
 
 	// migrations are the storage migration records this pass changed or
 	// started; the others stay as the status has them when it is written.

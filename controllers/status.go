@@ -26,7 +26,8 @@ func (r *WebhookInstallReconciler) writeStatus(ctx context.Context, s *installSt
 		next := computeStatus(s, stepErr)
 		observeExpiry(install, next)
 		observeInstall(install, next)
-		return next, !equality.Semantic.DeepEqual(install.Status, next) && !deferStatusToVerification(s, stepErr, install.Status, next)
+		return next, !equality.Semantic.DeepEqual(install.Status, next) && !deferStatusToVerification(s, stepErr, install.Status, next) &&
+			!deferFirstStatus(s, stepErr, install.Status, next)
 	})
 	if err != nil || written == nil {
 		return err
@@ -75,6 +76,7 @@ func computeStatus(s *installState, stepErr error) v1alpha1.WebhookInstallStatus
 	st.AdmissionWebhooks = admissionStatuses(s)
 	st.StorageMigrations = mergeMigrations(prev.StorageMigrations, s.migrations)
 	st.Rotations = rotationHistory(s)
+	st.CertsLastUpdated = latestIssuance(st.CertsLastUpdated, prev.Rotations, st.Rotations)
 	st.HandledRotationRequest = prev.HandledRotationRequest
 	if s.handledRequest != "" {
 		st.HandledRotationRequest = s.handledRequest

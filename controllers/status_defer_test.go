@@ -3,8 +3,10 @@ package controllers
 import (
 	"errors"
 	"testing"
+	"time"
 
 	v1alpha1 "github.com/hookwright/hookwright/api/v1alpha1"
+	"github.com/hookwright/hookwright/controllers/rotation"
 )
 
 func TestDeferStatusToVerification(t *testing.T) {
@@ -53,6 +55,69 @@ func TestDeferStatusToVerification(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := deferStatusToVerification(tc.state(), tc.stepErr, tc.old, tc.next); got != tc.want {
 				t.Errorf("deferStatusToVerification = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestDeferFirstStatus(t *testing.T) {
+	waiting := v1alpha1.WebhookInstallStatus{Phase: v1alpha1.PhaseInstalling, Reason: v1alpha1.ReasonDeploymentUnavailable, ObservedGeneration: 1}
+	never := v1alpha1.WebhookInstallStatus{}
+	first := func() *installState {
+		return &installState{startingFor: 3 * time.Second, issuedCerts: true, rotations: []v1alpha1.RotationRecord{
+			{Kind: v1alpha1.RotationCA, Reason: rotation.ReasonInitial}, {Kind: v1alpha1.RotationServing, Reason: rotation.ReasonInitial},
+		}}
+	}
+	with := func(change func(*installState)) func() *installState {
+		return func() *installState { s := first(); change(s); return s }
+	}
+	for _, tc := range []struct {
+		name      string
+		state     func() *installState
+		stepErr   error
+		old, next v1alpha1.WebhookInstallStatus
+		want      bool
+	}{
+		{"a new install's first pass, its Deployments just created: the pass their availability wakes writes", first, nil, never, waiting, true},
+		{"the Deployments are older than the grace: the wait is told", with(func(s *installState) { s.startingFor = 0 }), nil, never, waiting, false},
+		{"a status was written before: it is replaced at once", first, nil, waiting, v1alpha1.WebhookInstallStatus{Phase: v1alpha1.PhaseInstalling, Reason: v1alpha1.ReasonDeploymentUnavailable, ObservedGeneration: 2}, false},
+		{"a step erred", first, errors.New("boom"), never, waiting, false},
+		{"the first pass failed", first, nil, never, v1alpha1.WebhookInstallStatus{Phase: v1alpha1.PhaseFailed, Reason: v1alpha1.ReasonOwnerConflict}, false},
+		{"waiting for something else than the Deployments", first, nil, never, v1alpha1.WebhookInstallStatus{Phase: v1alpha1.PhaseInstalling, Reason: v1alpha1.ReasonInProgress}, false},
+		{"a rotation other than the first certificates", with(func(s *installState) {
+			s.rotations = append(s.rotations, v1alpha1.RotationRecord{Kind: v1alpha1.RotationCA, Reason: rotation.ReasonManual})
+		}), nil, never, waiting, false},
+		{"a manual request handled", with(func(s *installState) { s.handledRequest = "ca: leak" }), nil, never, waiting, false},
+		{"a migration record changed", with(func(s *installState) { s.migrations = []v1alpha1.StorageMigrationStatus{{Name: "a"}} }), nil, never, waiting, false},
+		{"a drift restored", with(func(s *installState) {
+			s.crds = []*crdState{{name: "a", driftManager: "argocd-controller"}}
+		}), nil, never, waiting, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := deferFirstStatus(tc.state(), tc.stepErr, tc.old, tc.next); got != tc.want {
+				t.Errorf("deferFirstStatus = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestStartingFor(t *testing.T) {
+	now := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
+	for _, tc := range []struct {
+		name    string
+		created []time.Time
+		want    time.Duration
+	}{
+		{"none waits", nil, 0},
+		{"created 2 s ago: 3 s left", []time.Time{now.Add(-2 * time.Second)}, 3 * time.Second},
+		{"the oldest counts", []time.Time{now.Add(-time.Second), now.Add(-4 * time.Second)}, time.Second},
+		{"one is 5 s old", []time.Time{now.Add(-time.Second), now.Add(-firstStatusGrace)}, 0},
+		{"the API server's clock is a second ahead: the wait stays within the grace", []time.Time{now.Add(time.Second)}, firstStatusGrace},
+		{"the clocks disagree by more than the grace", []time.Time{now.Add(time.Minute)}, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := startingFor(tc.created, now); got != tc.want {
+				t.Errorf("startingFor = %v, want %v", got, tc.want)
 			}
 		})
 	}

@@ -281,3 +281,21 @@ func orNone(s string) string {
 	}
 	return s
 }
+
+// latestIssuance is when a certificate was last issued: last, unless the
+// history holds a serving certificate issued later that the previous
+// status lacked. Such a record comes from the Secrets (withStoredRotations):
+// the pass that issued it left the status to a later one (deferFirstStatus)
+// or stopped before writing it.
+func latestIssuance(last *metav1.Time, prev, history []v1alpha1.RotationRecord) *metav1.Time {
+	for _, rec := range history {
+		if rec.Kind != v1alpha1.RotationServing || (last != nil && !last.Before(&rec.Started)) {
+			continue
+		}
+		if slices.ContainsFunc(prev, func(p v1alpha1.RotationRecord) bool { return rotationKey(p) == rotationKey(rec) }) {
+			continue
+		}
+		last = &metav1.Time{Time: rec.Started.Time}
+	}
+	return last
+}

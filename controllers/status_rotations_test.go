@@ -153,3 +153,35 @@ func TestRotationDoneWaitsForEveryCallerOfTheService(t *testing.T) {
 		})
 	}
 }
+
+// certsLastUpdated says when a certificate was last issued even when the
+// pass that issued it left the status to a later one (deferFirstStatus):
+// the later pass takes the time from the record the Secret carries.
+func TestLatestIssuance(t *testing.T) {
+	at := func(sec int) metav1.Time { return metav1.NewTime(time.Date(2030, 1, 1, 0, 0, sec, 0, time.UTC)) }
+	rec := func(kind v1alpha1.RotationKind, fp string, sec int) v1alpha1.RotationRecord {
+		return v1alpha1.RotationRecord{Service: "svc", Kind: kind, NewFingerprint: fp, Started: at(sec)}
+	}
+	ptr := func(m metav1.Time) *metav1.Time { return &m }
+	for _, tc := range []struct {
+		name          string
+		last          *metav1.Time
+		prev, history []v1alpha1.RotationRecord
+		want          *metav1.Time
+	}{
+		{"no status yet: the first certificates' issuance, from the Secrets", nil, nil,
+			[]v1alpha1.RotationRecord{rec(v1alpha1.RotationCA, "ca1", 5), rec(v1alpha1.RotationServing, "s1", 5)}, ptr(at(5))},
+		{"this pass issued: its time stays", ptr(at(9)), nil, []v1alpha1.RotationRecord{rec(v1alpha1.RotationServing, "s1", 9)}, ptr(at(9))},
+		{"a record the status had already counts no more", ptr(at(3)), []v1alpha1.RotationRecord{rec(v1alpha1.RotationServing, "s1", 7)},
+			[]v1alpha1.RotationRecord{rec(v1alpha1.RotationServing, "s1", 7)}, ptr(at(3))},
+		{"a CA alone is no serving issuance", ptr(at(3)), nil, []v1alpha1.RotationRecord{rec(v1alpha1.RotationCA, "ca2", 8)}, ptr(at(3))},
+		{"nothing issued", nil, nil, nil, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := latestIssuance(tc.last, tc.prev, tc.history)
+			if (got == nil) != (tc.want == nil) || (got != nil && !got.Equal(tc.want)) {
+				t.Errorf("latestIssuance = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}

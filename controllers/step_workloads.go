@@ -24,6 +24,7 @@ import (
 func (r *WebhookInstallReconciler) ensureWorkloads(ctx context.Context, s *installState) error {
 	servingByDeployment := map[string]*desired.Serving{}
 	podsLabelled := map[string]bool{} // every pod carries LabelDeployment
+	var unavailableCreated []time.Time
 	for _, w := range s.webhooks {
 		svc := s.services[w.Service]
 		cert, _ := certs.ParseCert(svc.servingPEM)
@@ -49,6 +50,7 @@ func (r *WebhookInstallReconciler) ensureWorkloads(ctx context.Context, s *insta
 		}
 		if isWebhook && !available(dep) {
 			s.unavailable = append(s.unavailable, fmt.Sprintf("%s (%d/%d available)", dep.Name, dep.Status.AvailableReplicas, replicas(dep)))
+			unavailableCreated = append(unavailableCreated, dep.CreationTimestamp.Time)
 		} else if isWebhook {
 			s.recordAvailableSince(dep)
 		}
@@ -70,6 +72,13 @@ func (r *WebhookInstallReconciler) ensureWorkloads(ctx context.Context, s *insta
 	}
 	s.workloadsChecked = true
 	if len(s.unavailable) > 0 {
+		// A Deployment that has just been created gets a pass once it
+		// is firstStatusGrace old even if it never turns available (no
+		// status write of its own wakes one): a first status that
+		// waited for it is then written.
+		if s.startingFor = startingFor(unavailableCreated, s.now); s.startingFor > 0 {
+			s.retryWithin(s.startingFor)
+		}
 		s.stop(v1alpha1.PhaseInstalling, v1alpha1.ReasonDeploymentUnavailable,
 			fmt.Sprintf("waiting for webhook deployments to be available: %v", s.unavailable))
 	}
