@@ -227,10 +227,28 @@ func dryRunsOf(events []auditEvent) int {
 
 // breakdown counts events by "verb resource", largest first.
 func breakdown(events []auditEvent) string {
+	count := kindCounts(events)
+	var parts []string
+	for _, k := range largestFirst(count) {
+		parts = append(parts, fmt.Sprintf("%s ×%d", k, count[k]))
+	}
+	if len(parts) == 0 {
+		return "none"
+	}
+	return strings.Join(parts, ", ")
+}
+
+// kindCounts counts events by "<verb> <resource>".
+func kindCounts(events []auditEvent) map[string]int {
 	count := map[string]int{}
 	for _, e := range events {
 		count[e.Verb+" "+e.resource()]++
 	}
+	return count
+}
+
+// largestFirst lists count's keys, the largest count first, then by name.
+func largestFirst(count map[string]int) []string {
 	keys := make([]string, 0, len(count))
 	for k := range count {
 		keys = append(keys, k)
@@ -241,14 +259,7 @@ func breakdown(events []auditEvent) string {
 		}
 		return keys[i] < keys[j]
 	})
-	var parts []string
-	for _, k := range keys {
-		parts = append(parts, fmt.Sprintf("%s ×%d", k, count[k]))
-	}
-	if len(parts) == 0 {
-		return "none"
-	}
-	return strings.Join(parts, ", ")
+	return keys
 }
 
 // busyTime is the union of the requests' in-flight intervals at the API

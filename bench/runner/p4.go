@@ -22,6 +22,7 @@ type p4Size struct {
 	Writes, DryRuns  int
 	EventWrites      int // of Writes, Events created or patched
 	Breakdown        string
+	WriteKinds       map[string]int // the writes by "<verb> <resource>"
 	Reconciles       float64
 	ReconcileMean    float64       // s per reconcile
 	QueueWaitMean    float64       // s an item waited in the workqueue
@@ -170,7 +171,7 @@ func (b *bench) p4Batch(ctx context.Context, n int, last bool) (*p4Size, error) 
 		return res, err
 	}
 	writes := writesOf(events)
-	res.Writes, res.DryRuns, res.Breakdown = len(writes), dryRunsOf(events), breakdown(writes)
+	res.Writes, res.DryRuns, res.Breakdown, res.WriteKinds = len(writes), dryRunsOf(events), breakdown(writes), kindCounts(writes)
 	for _, e := range writes {
 		if e.ObjectRef.Resource == "events" {
 			res.EventWrites++

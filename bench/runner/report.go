@@ -421,6 +421,12 @@ func (r *Report) evidence(w func(string, ...any)) {
 			}
 		}
 	}
+	if p := r.P4; p != nil && len(p.Sizes) > 0 {
+		if row, ok := r.Row("P4 writes"); ok && row.Met != "yes" {
+			last := p.Sizes[len(p.Sizes)-1]
+			notes = append(notes, writesNote(last.WriteKinds, last.N, r.P4Floor))
+		}
+	}
 	if p := r.P4; p != nil && p.APIServer != nil && len(p.Sizes) > 0 {
 		row, _ := r.Row("P4")
 		if row.Met != "yes" {
