@@ -23,8 +23,9 @@ const firstStatusGrace = 5 * time.Second
 // restored, no error. Everything else the status says is recomputed by the
 // next pass from the cluster, so a crash in between loses nothing. A drift
 // restore is not: its fight counter is carried from the old status alone.
-// And only a first convergence (Pending or Installing) defers: an install
-// that says Failed or Succeeded says so until this pass's status replaces it.
+// And only a first convergence (Pending or Installing, or no status yet:
+// deferFirstStatus) defers: an install that says Failed or Succeeded says
+// so until this pass's status replaces it.
 //
 // The same holds for a pass that finds a webhook Deployment available but
 // its Service without a ready endpoint yet, within endpointsRetry of the
@@ -46,7 +47,7 @@ func deferStatusToVerification(s *installState, stepErr error, old, next v1alpha
 	if s.issuedCerts || len(s.rotations) > 0 || len(s.migrations) > 0 || s.handledRequest != "" || restoredDrift(s) {
 		return false
 	}
-	if old.ObservedGeneration != next.ObservedGeneration {
+	if old.Phase != "" && old.ObservedGeneration != next.ObservedGeneration {
 		return false // the status says which spec it reflects; a new one is told at once
 	}
 	return writtenThisPass(s) || s.endpointsJustLate

@@ -51,6 +51,10 @@ func TestDeferStatusToVerification(t *testing.T) {
 		}, nil, installing, installing, false},
 		{"recovering from Failed: the status says Failed until written", pointed, nil, failed, installing, false},
 		{"a new generation observed", pointed, nil, installing, v1alpha1.WebhookInstallStatus{Phase: v1alpha1.PhaseInstalling, ObservedGeneration: 2}, false},
+		{"no status yet (the first pass left it to a later one): the verifying pass writes", pointed, nil, v1alpha1.WebhookInstallStatus{}, installing, true},
+		{"no status yet, the Deployment available, its Service's endpoints a moment late", func() *installState {
+			return &installState{endpointsJustLate: true}
+		}, nil, v1alpha1.WebhookInstallStatus{}, installing, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := deferStatusToVerification(tc.state(), tc.stepErr, tc.old, tc.next); got != tc.want {
