@@ -14,13 +14,7 @@ func TestDeferStatusToVerification(t *testing.T) {
 	succeeded := v1alpha1.WebhookInstallStatus{Phase: v1alpha1.PhaseSucceeded, ObservedGeneration: 1}
 	failed := v1alpha1.WebhookInstallStatus{Phase: v1alpha1.PhaseFailed, ObservedGeneration: 1}
 	pointed := func() *installState { return &installState{crds: []*crdState{{name: "a"}, {name: "b", written: true}}} }
-	for _, tc := range []struct {
-		name      string
-		state     func() *installState
-		stepErr   error
-		old, next v1alpha1.WebhookInstallStatus
-		want      bool
-	}{
+	runDeferCases(t, "deferStatusToVerification", deferStatusToVerification, []deferCase{
 		{"first convergence, CRD just pointed: the verifying pass writes", pointed, nil, installing, installing, true},
 		{"admission configuration just written", func() *installState {
 			return &installState{admission: []*admissionState{{written: true}}}
@@ -55,13 +49,7 @@ func TestDeferStatusToVerification(t *testing.T) {
 		{"no status yet, the Deployment available, its Service's endpoints a moment late", func() *installState {
 			return &installState{endpointsJustLate: true}
 		}, nil, v1alpha1.WebhookInstallStatus{}, installing, true},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			if got := deferStatusToVerification(tc.state(), tc.stepErr, tc.old, tc.next); got != tc.want {
-				t.Errorf("deferStatusToVerification = %v, want %v", got, tc.want)
-			}
-		})
-	}
+	})
 }
 
 func TestDeferFirstStatus(t *testing.T) {
@@ -75,13 +63,7 @@ func TestDeferFirstStatus(t *testing.T) {
 	with := func(change func(*installState)) func() *installState {
 		return func() *installState { s := first(); change(s); return s }
 	}
-	for _, tc := range []struct {
-		name      string
-		state     func() *installState
-		stepErr   error
-		old, next v1alpha1.WebhookInstallStatus
-		want      bool
-	}{
+	runDeferCases(t, "deferFirstStatus", deferFirstStatus, []deferCase{
 		{"a new install's first pass, its Deployments just created: the pass their availability wakes writes", first, nil, never, waiting, true},
 		{"the Deployments are older than the grace: the wait is told", with(func(s *installState) { s.startingFor = 0 }), nil, never, waiting, false},
 		{"a status was written before: it is replaced at once", first, nil, waiting, v1alpha1.WebhookInstallStatus{Phase: v1alpha1.PhaseInstalling, Reason: v1alpha1.ReasonDeploymentUnavailable, ObservedGeneration: 2}, false},
@@ -96,13 +78,7 @@ func TestDeferFirstStatus(t *testing.T) {
 		{"a drift restored", with(func(s *installState) {
 			s.crds = []*crdState{{name: "a", driftManager: "argocd-controller"}}
 		}), nil, never, waiting, false},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			if got := deferFirstStatus(tc.state(), tc.stepErr, tc.old, tc.next); got != tc.want {
-				t.Errorf("deferFirstStatus = %v, want %v", got, tc.want)
-			}
-		})
-	}
+	})
 }
 
 func TestStartingFor(t *testing.T) {
@@ -122,6 +98,25 @@ func TestStartingFor(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := startingFor(tc.created, now); got != tc.want {
 				t.Errorf("startingFor = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+// deferCase is one pass's state and statuses, and whether its status waits.
+type deferCase struct {
+	name      string
+	state     func() *installState
+	stepErr   error
+	old, next v1alpha1.WebhookInstallStatus
+	want      bool
+}
+
+func runDeferCases(t *testing.T, name string, deferred func(*installState, error, v1alpha1.WebhookInstallStatus, v1alpha1.WebhookInstallStatus) bool, cases []deferCase) {
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := deferred(tc.state(), tc.stepErr, tc.old, tc.next); got != tc.want {
+				t.Errorf("%s = %v, want %v", name, got, tc.want)
 			}
 		})
 	}
