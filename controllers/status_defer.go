@@ -90,8 +90,9 @@ func restoredDrift(s *installState) bool {
 // deferFirstStatus: a new install's first pass issues its certificates,
 // creates its webhook Deployments and can then only say "waiting for the
 // deployments to be available". They usually are within a second (`make
-// bench` P4: 0.4-0.6 s at p50), and the pass their availability wakes
-// points the CRDs, verifies them and writes the status. So the first
+// bench` P4, N=100 and 300: 0.4-0.9 s at p50), and the pass their
+// availability wakes points the CRDs, verifies them and writes the
+// status. So the first
 // status waits for that pass, or until the Deployments are
 // firstStatusGrace old (ensureWorkloads asks for a pass then), whichever
 // comes first: a Deployment that does not start is told within seconds,
