@@ -11,11 +11,13 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1alpha1 "github.com/hookwright/hookwright/api/v1alpha1"
+	"github.com/hookwright/hookwright/controllers"
 	"github.com/hookwright/hookwright/controllers/desired"
 	"github.com/hookwright/hookwright/internal/testcluster"
 )
@@ -55,7 +57,7 @@ var _ = Describe("A steady install", func() {
 		// other specs keep rotating meanwhile: only this install's
 		// objects count.
 		converged, _ := managerWrites(created)
-		Expect(writeKinds(converged, ns, "widgets."+group)).To(Equal([]string{
+		want := []string{
 			"create events",                   // Succeeded, with the first certificates' fingerprints
 			"create serviceaccounts",          // the pods' account, bare
 			"patch customresourcedefinitions", // the claim
@@ -66,7 +68,16 @@ var _ = Describe("A steady install", func() {
 			"patch services",                  // applied
 			"patch webhookinstalls",           // the finalizer
 			"update webhookinstalls/status",   // Succeeded: verified, the first certificates recorded
-		}), "a first install's writes to converge. The writes:\n%s\nThe statuses its watch delivered:\n%s",
+		}
+		if slow := availableAfter(ctx, ns, "widget-webhook"); slow >= controllers.FirstStatusGrace-time.Second {
+			// On a loaded machine the Deployment can take the whole grace
+			// (measured to the second): the 5 s pass then reports it
+			// unavailable, as it must (one more status write).
+			AddReportEntry("deployment available after", slow.String())
+			want = append(want, "update webhookinstalls/status")
+		}
+		Expect(writeKinds(converged, ns, "widgets."+group)).To(Equal(want),
+			"a first install's writes to converge. The writes:\n%s\nThe statuses its watch delivered:\n%s",
 			writeTimeline(converged, ns, "widgets."+group), strings.Join(statuses(), "\n"))
 
 		reconciles := reconcileCount()
@@ -121,6 +132,20 @@ func managerRequestsIn(ns string, offset int64) []string {
 // writeKinds lists, sorted, the writes among events to the objects of
 // namespace ns and to CRD crd, as "<verb> <resource>[/<subresource>]".
 // A dry run (verification's conversion check) stores nothing: not a write.
+// availableAfter is how long the Deployment took from its creation to
+// its last Available=True (whole seconds, as the API server stores both).
+func availableAfter(ctx context.Context, ns, name string) time.Duration {
+	d := &appsv1.Deployment{}
+	Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, d)).To(Succeed())
+	for _, c := range d.Status.Conditions {
+		if c.Type == appsv1.DeploymentAvailable && c.Status == corev1.ConditionTrue {
+			return c.LastTransitionTime.Sub(d.CreationTimestamp.Time)
+		}
+	}
+	Fail("deployment " + ns + "/" + name + " is not available")
+	return 0
+}
+
 func writeKinds(events []testcluster.AuditEvent, ns, crd string) []string {
 	var kinds []string
 	for _, e := range events {
