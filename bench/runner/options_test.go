@@ -16,6 +16,10 @@ func TestOptionsSelectPhasesByPrefix(t *testing.T) {
 		{[]string{"P1", "kit"}, "kit", true},
 		{[]string{"P1", "kit"}, "cert", false},
 		{[]string{"Rotation"}, "Rotation storm", true},
+		{[]string{"P4", "-P4 floor"}, "P4 floor", false},
+		{[]string{"P4", "-P4 floor"}, "P4", true},
+		{[]string{"-P4 floor"}, "P3", true},
+		{[]string{"-P4 floor"}, "P4 floor", false},
 	} {
 		if got := (Options{Phases: tc.phases}).runs(tc.phase); got != tc.want {
 			t.Errorf("Options{Phases: %q}.runs(%q) = %v, want %v", tc.phases, tc.phase, got, tc.want)

@@ -71,9 +71,14 @@ type Options struct {
 	P1                int
 	P4                []int
 	P5Secrets, P5CRDs int
+	// P4CRDs overrides P4's conversion CRDs per install (2): one lets a
+	// batch of 3,000 installs fit this machine's memory, whose
+	// kube-apiserver holds about 2.6 MB per CRD.
+	P4CRDs int
 	// Phases, when set, runs only the phases whose names start with one of
 	// these ("P4", "Migration", "cert", "kit"...), to investigate one
-	// measure; later phases that need an earlier one's installs fail.
+	// measure; later phases that need an earlier one's installs fail. A
+	// name starting with "-" leaves out the phases it prefixes ("-P4 floor").
 	Phases []string
 	// KeepWork keeps the run's folder (the operator's logs, and the API
 	// server's audit log copied there before the control plane stops) to
@@ -83,15 +88,18 @@ type Options struct {
 
 // runs reports whether the options select the phase.
 func (o Options) runs(phase string) bool {
-	if len(o.Phases) == 0 {
-		return true
-	}
+	selected, selecting := false, false
 	for _, p := range o.Phases {
-		if strings.HasPrefix(phase, p) {
-			return true
+		if left, ok := strings.CutPrefix(p, "-"); ok {
+			if strings.HasPrefix(phase, left) {
+				return false
+			}
+			continue
 		}
+		selecting = true
+		selected = selected || strings.HasPrefix(phase, p)
 	}
-	return false
+	return selected || !selecting
 }
 
 // sizes of the measures.
@@ -103,6 +111,7 @@ type sizes struct {
 	p2Lifetime       time.Duration
 	p2RenewBefore    time.Duration
 	p4               []int
+	p4CRDs           int // conversion CRDs per P4 install
 	p5Secrets        int
 	p5CRDs           int
 	p5SchemaKB       int
@@ -124,7 +133,7 @@ func sizesFor(smoke bool) sizes {
 	if smoke {
 		return sizes{
 			p1: 3, p1Anchor: 2, p2Installs: 1, p2Rotations: 1, p2Lifetime: 20 * time.Second, p2RenewBefore: 14 * time.Second,
-			p4: []int{2, 4}, p5Secrets: 40, p5CRDs: 4, p5SchemaKB: 50, settle: 3 * time.Second,
+			p4: []int{2, 4}, p4CRDs: 2, p5Secrets: 40, p5CRDs: 4, p5SchemaKB: 50, settle: 3 * time.Second,
 			certBenchtime: "1x", reserveAfterP4: time.Minute, p4MaxPerSize: 2 * time.Minute,
 			installTimeout: time.Minute, foreignNamespace: 2, memoryWait: 25 * time.Second, idleAfter: 5 * time.Second,
 			migrationObjects: 50, syncPeriod: 10 * time.Second, settleInstalls: time.Minute, stormSample: 2,
@@ -132,7 +141,7 @@ func sizesFor(smoke bool) sizes {
 	}
 	return sizes{
 		p1: 100, p1Anchor: 20, p2Installs: 10, p2Rotations: 2, p2Lifetime: 20 * time.Second, p2RenewBefore: 12 * time.Second,
-		p4: []int{100, 300, 1000}, p5Secrets: 10000, p5CRDs: 1000, p5SchemaKB: 50, settle: 15 * time.Second,
+		p4: []int{100, 300, 1000}, p4CRDs: 2, p5Secrets: 10000, p5CRDs: 1000, p5SchemaKB: 50, settle: 15 * time.Second,
 		certBenchtime: "1s", reserveAfterP4: 4 * time.Minute, p4MaxPerSize: 10 * time.Minute,
 		installTimeout: time.Minute, foreignNamespace: 10, memoryWait: 90 * time.Second, idleAfter: 130 * time.Second,
 		migrationObjects: 10000, syncPeriod: 45 * time.Second, settleInstalls: 8 * time.Minute, stormSample: 10,
@@ -188,6 +197,9 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 	if len(opts.P4) > 0 {
 		b.sz.p4 = opts.P4
 	}
+	if opts.P4CRDs > 0 {
+		b.sz.p4CRDs = min(opts.P4CRDs, len(crdKinds))
+	}
 	if opts.P5Secrets > 0 {
 		b.sz.p5Secrets = opts.P5Secrets
 	}
@@ -195,7 +207,7 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 		b.sz.p5CRDs = opts.P5CRDs
 	}
 	b.report = &Report{Started: time.Now(), Cores: runtime.NumCPU(), Smoke: opts.Smoke, GoVersion: runtime.Version(), KubeVersion: testcluster.KubeVersion,
-		Overridden: opts.P1 > 0 || len(opts.P4) > 0 || opts.P5Secrets > 0 || opts.P5CRDs > 0 || len(opts.Phases) > 0}
+		Overridden: opts.P1 > 0 || len(opts.P4) > 0 || opts.P4CRDs > 0 || opts.P5Secrets > 0 || opts.P5CRDs > 0 || len(opts.Phases) > 0}
 	budget := opts.Budget
 	if budget == 0 {
 		budget = 24 * time.Minute

@@ -36,9 +36,10 @@ func main() {
 	budget := flag.Duration("budget", 0, "time budget of the whole run (default 24m, smoke 5m)")
 	p1 := flag.Int("p1", 0, "override: installs per operator in P1")
 	p4 := flag.String("p4", "", "override: comma-separated P4 sizes (e.g. 100,300)")
+	p4CRDs := flag.Int("p4-crds", 0, "override: conversion CRDs per P4 install (1 or 2)")
 	p5Secrets := flag.Int("p5-secrets", 0, "override: foreign Secrets in P5")
 	p5CRDs := flag.Int("p5-crds", 0, "override: large foreign CRDs in P5")
-	phases := flag.String("phases", "", "comma-separated phase name prefixes to run alone (e.g. P4,cert); default: all")
+	phases := flag.String("phases", "", "comma-separated phase name prefixes to run alone (e.g. P4,cert), or to leave out with a leading - (e.g. P4,-P4 floor); default: all")
 	keepWork := flag.Bool("keep-work", false, "keep the run's folder, with the API server's audit log and the operator's logs, for tracing requests")
 	flag.Parse()
 	var sizes []int
@@ -54,7 +55,7 @@ func main() {
 	defer stop()
 	report, err := runner.Run(ctx, runner.Options{
 		Smoke: *smoke, OperatorBin: *operator, AnchorBin: *anchor, Budget: *budget, Log: os.Stderr,
-		P1: *p1, P4: sizes, P5Secrets: *p5Secrets, P5CRDs: *p5CRDs, ProfileDir: profileDir(*out),
+		P1: *p1, P4: sizes, P4CRDs: *p4CRDs, P5Secrets: *p5Secrets, P5CRDs: *p5CRDs, ProfileDir: profileDir(*out),
 		Phases: splitList(*phases), KeepWork: *keepWork,
 	})
 	if report != nil {
