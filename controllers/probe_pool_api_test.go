@@ -60,8 +60,8 @@ func (g *probeGathering) wrap(next http.Handler) http.Handler {
 }
 
 var _ = Describe("CA rotations of several installs at once", func() {
-	It("are proven at once, one probe CRD each, instead of one after the other", func(ctx context.Context) {
-		const installs = 4 // the probe CRDs, and the operator's reconcile workers
+	It("are proven at once, one probe CRD each, instead of one after the other, each writing its CRD once", func(ctx context.Context) {
+		const installs = 3 // the pool's probe CRDs (trustprobes2-4); the operator has 4 reconcile workers
 		gathering := &probeGathering{want: installs, gathered: make(chan struct{})}
 		var namespaces, crdNames []string
 		for range installs {
@@ -77,6 +77,7 @@ var _ = Describe("CA rotations of several installs at once", func() {
 			eventuallyPhase(ctx, ns, "widgets", v1alpha1.PhaseSucceeded, v1alpha1.ReasonSucceeded)
 		}
 		_, auditFrom := managerWrites(0)
+		probesBefore := crdTrustProbes()
 
 		request := "ca: four at once"
 		for _, ns := range namespaces {
@@ -110,18 +111,46 @@ var _ = Describe("CA rotations of several installs at once", func() {
 
 		events, _, err := cluster.AuditEvents(auditFrom)
 		Expect(err).NotTo(HaveOccurred())
-		probed := map[string]int{}
+		const barrier = "trustprobes" // the barrier rounds' CRD, outside the pool
+		probed, written := map[string]int{}, map[string]int{}
 		for _, e := range events {
-			if e.User.Username == managerUser && e.Verb == "create" && strings.HasPrefix(e.ObjectRef.Resource, "trustprobes") && strings.Contains(e.RequestURI, "dryRun=All") {
+			if e.User.Username != managerUser {
+				continue
+			}
+			if e.Verb == "create" && strings.HasPrefix(e.ObjectRef.Resource, "trustprobes") && e.ObjectRef.Resource != barrier && strings.Contains(e.RequestURI, "dryRun=All") {
 				probed[e.ObjectRef.Resource]++
 			}
+			if plural, isProbeCRD := strings.CutSuffix(e.ObjectRef.Name, ".operators.hookwright.dev"); isProbeCRD && e.ObjectRef.Resource == "customresourcedefinitions" && e.Verb == "patch" {
+				written[plural]++
+			}
 		}
+		probes := crdTrustProbes() - probesBefore
 		gathering.mu.Lock()
 		most := gathering.most
 		gathering.mu.Unlock()
-		report := fmt.Sprintf("%d CA rotations: at most %d trust probe reviews in flight at once; dry runs per probe CRD %v", installs, most, probed)
+		report := fmt.Sprintf("%d CA rotations: at most %d trust probe reviews in flight at once; dry runs per probe CRD %v; %.0f CRD probes; writes per probe CRD %v",
+			installs, most, probed, probes, written)
 		AddReportEntry("concurrent trust probes", report, ReportEntryVisibilityAlways)
 		Expect(most).To(Equal(installs), report)
 		Expect(probed).To(HaveLen(installs), "every probe CRD of the pool held a probe: %s", report)
+		pool := 0
+		for plural, n := range written {
+			if plural != barrier {
+				pool += n
+			}
+		}
+		Expect(probes).To(BeNumerically(">=", installs), report)
+		Expect(float64(pool)).To(BeNumerically("<=", probes), "a probe writes its pool CRD once, at the webhook under test, with no idle write first: %s", report)
+		Expect(written).To(HaveKey(barrier), "barrier rounds proved the probes' writes loaded: %s", report)
 	})
 })
+
+// crdTrustProbes counts the trust probes of CRD gates (promote, move,
+// prune) so far, whatever their result.
+func crdTrustProbes() float64 {
+	total := 0.0
+	for _, gate := range []string{"promote", "move", "prune"} {
+		total += metricValue("hookwright_trust_probes_total", map[string]string{"gate": gate})
+	}
+	return total
+}

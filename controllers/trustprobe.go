@@ -37,21 +37,21 @@ import (
 //
 // The API server loads a CRD change asynchronously, so an answer right
 // after the write may come through the previous configuration. The probe
-// therefore first makes the CRD point at a Service that does not exist
-// (idle) and waits until the API server answers through it (an error that
-// names the idle Service), then writes the configuration to test: every
-// answer that does not name the idle Service came through it.
+// therefore reads answers only once the API server has answered through a
+// later CRD write: a barrier round's, which points the barrier CRD at a
+// Service that does not exist under a new name and waits for an error
+// naming it (probe_barrier.go), or another probe's.
 //
-// That wait is also a barrier. The API server applies CRD changes in the
+// That wait is a barrier. The API server applies CRD changes in the
 // order of one watch, and drops a CRD's cached conversion configuration
-// when it applies a change to it; so once it answers through the probe's
-// new configuration, it has applied every CRD write made before, the
-// install's caBundle writes included. A CA rotation uses that before it
-// moves the serving certificate to a new CA (see step_rotation.go), and
-// every probe records it for the rotations of other installs
-// (load_barrier.go). With
-// several API servers behind a load balancer the proof holds for the one
-// that answered; the settle time (rotation.SettleTime) stays as a floor.
+// when it applies a change to it; so once it answers through a probe
+// CRD's new configuration, it has applied every CRD write made before,
+// the probe's own and the install's caBundle writes included. A CA
+// rotation uses that before it moves the serving certificate to a new CA
+// (see step_rotation.go), and every probe records it for the rotations of
+// other installs (load_barrier.go). With several API servers behind a
+// load balancer the proof holds for the one that answered; the settle
+// time (rotation.SettleTime) stays as a floor.
 //
 // A probe holds its CRD until it ends, so probes run one at a time on each
 // CRD of the pool, as many at once as it has CRDs (one process probes:
@@ -96,7 +96,7 @@ import (
 const (
 	trustProbeGroup = "operators.hookwright.dev"
 	// trustProbeKind is the admission probes' resource (admission_probe.go):
-	// the first CRD of the pool, at its storage version.
+	// the barrier CRD (probe_barrier.go), at its storage version.
 	trustProbeKind = "TrustProbe"
 	// trustProbeIdleService names no Service in Hookwright's namespace; a
 	// conversion through it fails naming it, before any network call.
@@ -193,6 +193,12 @@ func newProbeTarget(conv *apiextensionsv1.CustomResourceConversion) probeTarget 
 // idleProbe is the probe CRD's conversion between probes: a Service that
 // does not exist in Hookwright's namespace.
 func (r *WebhookInstallReconciler) idleProbe() probeTarget {
+	return r.idleProbeNamed(trustProbeIdleService)
+}
+
+// idleProbeNamed points at the Service name, which must not exist in
+// Hookwright's namespace.
+func (r *WebhookInstallReconciler) idleProbeNamed(name string) probeTarget {
 	ns := r.Authority.Namespace
 	if ns == "" {
 		ns = "default"
@@ -200,7 +206,7 @@ func (r *WebhookInstallReconciler) idleProbe() probeTarget {
 	return newProbeTarget(&apiextensionsv1.CustomResourceConversion{
 		Strategy: apiextensionsv1.WebhookConverter,
 		Webhook: &apiextensionsv1.WebhookConversion{
-			ClientConfig:             &apiextensionsv1.WebhookClientConfig{Service: &apiextensionsv1.ServiceReference{Namespace: ns, Name: trustProbeIdleService, Path: ptr.To("/"), Port: ptr.To[int32](443)}},
+			ClientConfig:             &apiextensionsv1.WebhookClientConfig{Service: &apiextensionsv1.ServiceReference{Namespace: ns, Name: name, Path: ptr.To("/"), Port: ptr.To[int32](443)}},
 			ConversionReviewVersions: []string{"v1"},
 		},
 	})
@@ -226,9 +232,12 @@ func (r *WebhookInstallReconciler) probeTrust(ctx context.Context, target probeT
 }
 
 // probeTrustOn probes target through probe CRD pc; missing: pc is not
-// installed.
+// installed. It writes pc once, at target (not at all when pc points at
+// it already), and reads answers once the API server has answered
+// through a later write of a probe CRD (probe_barrier.go). When the
+// barrier CRD is missing, it proves its write on pc itself
+// (probeIdleFirst).
 func (r *WebhookInstallReconciler) probeTrustOn(ctx context.Context, pc probeCRD, target probeTarget) (res trustResult, missing bool) {
-	idle := r.idleProbe()
 	crd := &apiextensionsv1.CustomResourceDefinition{}
 	if err := r.APIReader.Get(ctx, client.ObjectKey{Name: pc.name}, crd); err != nil {
 		if apierrors.IsNotFound(err) {
@@ -236,17 +245,56 @@ func (r *WebhookInstallReconciler) probeTrustOn(ctx context.Context, pc probeCRD
 		}
 		return trustResult{trustInconclusive, fmt.Sprintf("reading CRD %s: %v", pc.name, err)}, false
 	}
+	// An earlier probe of this target left pc pointing at it: that write,
+	// loaded or not, is the one to prove. When it was not this process's,
+	// a round that starts now proves it.
+	written, completed := crd.ResourceVersion, time.Now()
+	var targetSent time.Time
+	if w, ours := conversionWrites.Load(pc.name); ours && w.(conversionWrite).resourceVersion == written {
+		completed = w.(conversionWrite).completed
+	}
+	if !conversionEqual(crd.Spec.Conversion, target.conversion) {
+		targetSent = time.Now()
+		var res trustResult
+		var ok bool
+		if written, res, ok = r.writeProbe(ctx, pc, target); !ok {
+			return res, false
+		}
+		completed = time.Now()
+		noteConversionWrite(pc.name, written, completed)
+	}
+	if res, ok := probeBarrier.await(ctx, &crdLoadBarrier, completed, r.barrierRound); !ok {
+		if res.verdict != trustUnavailable {
+			return res, false
+		}
+		// The barrier CRD is missing or forbidden: prove the write here.
+		return r.probeIdleFirst(ctx, pc, target, nil), false
+	}
+	return r.probeAnswer(ctx, pc, target, written, targetSent), false
+}
+
+// probeIdleFirst is the probe that proves its own write: it points pc at
+// the idle Service, waits until the API server answers naming it, then
+// writes target. crd is pc as read, or nil to read it.
+func (r *WebhookInstallReconciler) probeIdleFirst(ctx context.Context, pc probeCRD, target probeTarget, crd *apiextensionsv1.CustomResourceDefinition) trustResult {
+	idle := r.idleProbe()
+	if crd == nil {
+		crd = &apiextensionsv1.CustomResourceDefinition{}
+		if err := r.APIReader.Get(ctx, client.ObjectKey{Name: pc.name}, crd); err != nil {
+			return trustResult{trustInconclusive, fmt.Sprintf("reading CRD %s: %v", pc.name, err)}
+		}
+	}
 	var idleSent time.Time
 	if !conversionEqual(crd.Spec.Conversion, idle.conversion) {
 		idleSent = time.Now()
 		if _, res, ok := r.writeProbe(ctx, pc, idle); !ok {
-			return res, false
+			return res
 		}
 	}
 	// Until the API server answers through idle, an answer may come from
 	// an earlier probe of any Service.
 	if res, o := r.awaitProbe(ctx, pc, idle, func(o probeOutcome) bool { return o.host == idle.host }); o == nil {
-		return res, false
+		return res
 	}
 	if !idleSent.IsZero() {
 		crdLoadBarrier.prove(idleSent) // load_barrier.go
@@ -254,21 +302,31 @@ func (r *WebhookInstallReconciler) probeTrustOn(ctx context.Context, pc probeCRD
 	targetSent := time.Now()
 	written, res, ok := r.writeProbe(ctx, pc, target)
 	if !ok {
-		return res, false
+		return res
 	}
+	return r.probeAnswer(ctx, pc, target, written, targetSent)
+}
+
+// probeAnswer dry-runs pc, whose write of target (sent at sent, zero when
+// unknown; answered with resourceVersion written) the API server has
+// loaded or is about to, until the webhook of target answers or its call
+// fails, and checks that nobody wrote pc meanwhile.
+func (r *WebhookInstallReconciler) probeAnswer(ctx context.Context, pc probeCRD, target probeTarget, written string, sent time.Time) trustResult {
+	idle := r.idleProbe()
 	res, o := r.awaitProbe(ctx, pc, idle, func(o probeOutcome) bool { return o.host != idle.host && (o.answered || o.host == target.host) })
 	if o == nil {
-		return res, false
+		return res
 	}
 	// A write by someone else in between would make the answer nobody's.
+	crd := &apiextensionsv1.CustomResourceDefinition{}
 	if err := r.APIReader.Get(ctx, client.ObjectKey{Name: pc.name}, crd); err != nil {
-		return trustResult{trustInconclusive, fmt.Sprintf("reading CRD %s: %v", pc.name, err)}, false
+		return trustResult{trustInconclusive, fmt.Sprintf("reading CRD %s: %v", pc.name, err)}
 	}
 	if crd.ResourceVersion != written {
-		return trustResult{trustInconclusive, "CRD " + pc.name + " changed during the probe"}, false
+		return trustResult{trustInconclusive, "CRD " + pc.name + " changed during the probe"}
 	}
-	crdLoadBarrier.prove(targetSent)
-	return o.result(), false
+	crdLoadBarrier.prove(sent)
+	return o.result()
 }
 
 // writeProbe applies target as the probe CRD's conversion and returns the

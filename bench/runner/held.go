@@ -166,5 +166,5 @@ func (s probeLoadStats) describe() string {
 	if s.Phases == 0 {
 		return ""
 	}
-	return fmt.Sprintf("A probe writes its CRD at most twice (at a Service that does not exist, then at the webhook under test) and after each write dry-runs until the API server answers through it: %d such waits, from the write to the dry run answered through it, took %s at p50 and %s at p90 (%.1f dry runs each).", s.Phases, ms(s.P50), ms(s.P90), s.DryRuns)
+	return fmt.Sprintf("A probe writes its CRD once, at the webhook under test, and dry-runs it once a barrier round has proven that write loaded (a write of the barrier CRD at a Service that does not exist, then dry runs until the API server answers naming it; the probes waiting at once share one). Each write of a probe CRD, the barrier's included, and its dry runs: %d such waits, from the write to the last dry run after it, took %s at p50 and %s at p90 (%.1f dry runs each).", s.Phases, ms(s.P50), ms(s.P90), s.DryRuns)
 }

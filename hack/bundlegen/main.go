@@ -455,13 +455,13 @@ func ownedCRDs() []operatorsv1alpha1.CRDDescription {
 		Version:     "v1",
 		Kind:        "TrustProbe",
 		DisplayName: "Trust Probe",
-		Description: "Hookwright's own probe of a webhook's serving chain during a CA rotation: its conversion is pointed at a webhook with a caBundle to test, and TrustProbes are only ever dry-run created. Nothing is stored; create none.",
+		Description: "Hookwright's own barrier for its trust probes during a CA rotation: its conversion is pointed at Services that do not exist, to prove the API server loaded the probes' CRD writes, and TrustProbes are only ever dry-run created. Nothing is stored; create none.",
 	}}, trustProbePool()...)
 }
 
-// trustProbePool describes the other CRDs of the trust probe pool
-// (controllers/probe_pool.go): like trustprobes, so that four CA rotations
-// are proven at once.
+// trustProbePool describes the CRDs of the trust probe pool
+// (controllers/probe_pool.go): like trustprobes, so that three CA
+// rotations are proven at once.
 func trustProbePool() []operatorsv1alpha1.CRDDescription {
 	var pool []operatorsv1alpha1.CRDDescription
 	for _, n := range []string{"2", "3", "4"} {
@@ -470,7 +470,7 @@ func trustProbePool() []operatorsv1alpha1.CRDDescription {
 			Version:     "v1",
 			Kind:        "TrustProbe" + n,
 			DisplayName: "Trust Probe " + n,
-			Description: "Like TrustProbe: one of the four probe CRDs, so that four CA rotations are proven at once. Nothing is stored; create none.",
+			Description: "Hookwright's own probe of a webhook's serving chain during a CA rotation: its conversion is pointed at a webhook with a caBundle to test, and its objects are only ever dry-run created. One of three, so that three CA rotations are proven at once. Nothing is stored; create none.",
 		})
 	}
 	return pool
