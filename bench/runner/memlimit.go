@@ -174,13 +174,26 @@ func (b *bench) memoryLimitRow() {
 		Hookwright: fmt.Sprintf("peak %s (%s, %d installs); limit %s = %.2f× it; heap %s with no install, %s with %d: %.0f KiB per install",
 			mib(m.Peak), m.PeakWhere, m.PeakInstalls, mib(limit), headroom, mib(m.StartHeap), mib(m.IdleHeap), m.IdleInstalls, m.perInstall()/1024),
 		Anchor: "—",
-		Met:    fmt.Sprintf("%s at %d installs; 3,000 not run", metText(headroom >= 1.3), m.PeakInstalls),
+		Met:    limitMet(headroom, m.PeakInstalls),
 	})
+}
+
+// limitMet says whether the limit held the peak with 30% headroom, and at
+// how many installs: the goal's 3,000, or fewer.
+func limitMet(headroom float64, installs int) string {
+	met := fmt.Sprintf("%s at %d installs", metText(headroom >= 1.3), installs)
+	if installs < 3000 {
+		met += "; 3,000 not run"
+	}
+	return met
 }
 
 // memoryLimitNote says why 3,000 installs were not run.
 func (m *memoryLimitResult) note() string {
-	note := "**P5 limit.** The goal is at 3,000 installs; the run stops at the installs above."
+	note := "**P5 limit.** The goal is at 3,000 installs."
+	if m.PeakInstalls < 3000 {
+		note += " The run stops at the installs above."
+	}
 	if m.APIServerPeak > 0 {
 		note += fmt.Sprintf(" This machine's kube-apiserver peaked at %s (VmHWM) serving %d CRDs by the end of the run, and 3,000 installs bring 6,000 more CRDs; the run also has to fit in 25 minutes.",
 			mib(m.APIServerPeak), m.APIServerCRDs)

@@ -89,3 +89,19 @@ func TestMemoryPerInstall(t *testing.T) {
 		t.Error("no start sample: no slope")
 	}
 }
+
+func TestLimitMetSaysWhetherTheGoalsScaleWasRun(t *testing.T) {
+	for _, tc := range []struct {
+		headroom float64
+		installs int
+		want     string
+	}{
+		{1.86, 1502, "yes at 1502 installs; 3,000 not run"},
+		{1.14, 3000, "**no** at 3000 installs"},
+		{1.64, 3000, "yes at 3000 installs"},
+	} {
+		if got := limitMet(tc.headroom, tc.installs); got != tc.want {
+			t.Errorf("limitMet(%.2f, %d) = %q, want %q", tc.headroom, tc.installs, got, tc.want)
+		}
+	}
+}
