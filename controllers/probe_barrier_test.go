@@ -77,6 +77,22 @@ func result(t *testing.T, w <-chan awaited) awaited {
 	}
 }
 
+// wantOK fails the test unless the await w answered ok.
+func wantOK(t *testing.T, w <-chan awaited, what string) {
+	t.Helper()
+	if got := result(t, w); !got.ok {
+		t.Fatalf("%s = %+v, want ok", what, got)
+	}
+}
+
+// wantRounds fails the test unless n rounds ran.
+func (f *fakeRounds) wantRounds(t *testing.T, n int32, why string) {
+	t.Helper()
+	if got := f.rounds.Load(); got != n {
+		t.Errorf("%d rounds %s, want %d", got, why, n)
+	}
+}
+
 type awaited struct {
 	res trustResult
 	ok  bool
@@ -97,12 +113,8 @@ func TestBarrierRoundsRunOnlyWhenNothingProvesTheWrite(t *testing.T) {
 	completed := time.Now()
 	f.proven.prove(time.Now()) // another probe, written after, answered through
 
-	if got := result(t, f.await(b, completed)); !got.ok {
-		t.Fatalf("await = %+v, want ok", got)
-	}
-	if n := f.rounds.Load(); n != 0 {
-		t.Errorf("%d rounds ran for a write another probe had proven, want 0", n)
-	}
+	wantOK(t, f.await(b, completed), "await")
+	f.wantRounds(t, 0, "for a write another probe had proven")
 }
 
 func TestBarrierRoundsAreSharedByTheWritesCompletedBeforeThem(t *testing.T) {
@@ -118,13 +130,9 @@ func TestBarrierRoundsAreSharedByTheWritesCompletedBeforeThem(t *testing.T) {
 	joined(t, b, 4)
 	f.release <- trustResult{}
 	for _, w := range append(waiters, first) {
-		if got := result(t, w); !got.ok {
-			t.Fatalf("await = %+v, want ok", got)
-		}
+		wantOK(t, w, "await")
 	}
-	if n := f.rounds.Load(); n != 1 {
-		t.Errorf("%d rounds for five writes completed before the first round, want 1", n)
-	}
+	f.wantRounds(t, 1, "for five writes completed before the first round")
 }
 
 func TestBarrierRoundsGiveALaterWriteARoundOfItsOwn(t *testing.T) {
@@ -135,9 +143,7 @@ func TestBarrierRoundsGiveALaterWriteARoundOfItsOwn(t *testing.T) {
 	late := f.await(b, time.Now()) // completed after the running round started
 	joined(t, b, 1)
 	f.release <- trustResult{}
-	if got := result(t, first); !got.ok {
-		t.Fatalf("first await = %+v, want ok", got)
-	}
+	wantOK(t, first, "first await")
 	select {
 	case got := <-late:
 		t.Fatalf("the later write's await returned %+v after a round that started before it", got)
@@ -146,12 +152,8 @@ func TestBarrierRoundsGiveALaterWriteARoundOfItsOwn(t *testing.T) {
 		t.Fatal("the later write got no round of its own")
 	}
 	f.release <- trustResult{}
-	if got := result(t, late); !got.ok {
-		t.Fatalf("late await = %+v, want ok", got)
-	}
-	if n := f.rounds.Load(); n != 2 {
-		t.Errorf("%d rounds, want 2", n)
-	}
+	wantOK(t, late, "late await")
+	f.wantRounds(t, 2, "for a write completed before the first round and one after it started")
 }
 
 func TestBarrierRoundsReportTheFailureOfARoundAfterTheWrite(t *testing.T) {
@@ -182,9 +184,7 @@ func TestBarrierRoundsRetryAfterAFailedRoundThatStartedBeforeTheWrite(t *testing
 	}
 	f.next(t) // the later write's own round: the failed one said nothing about it
 	f.release <- trustResult{}
-	if got := result(t, late); !got.ok {
-		t.Fatalf("late await = %+v, want ok", got)
-	}
+	wantOK(t, late, "late await")
 }
 
 func TestBarrierRoundsStopWaitingWithTheContext(t *testing.T) {
