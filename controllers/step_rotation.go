@@ -367,6 +367,12 @@ func (r *WebhookInstallReconciler) probeCRDs(ctx context.Context, s *installStat
 	for _, e := range conversionEndpoints(s, service, bundle) {
 		res := r.probeTrust(ctx, e.target)
 		trustProbesTotal.WithLabelValues(gate, string(res.verdict)).Inc()
+		if res.verdict == trustInconclusive {
+			// The gate tries again shortly; the log says why it could not
+			// probe (a busy pool, a configuration the API server was slow
+			// to load, an API error), which the status does not keep.
+			ctrl.LoggerFrom(ctx).Info("Trust probe inconclusive; the rotation gate tries again shortly", "service", service, "gate", gate, "reason", res.message)
+		}
 		if res.verdict != trustProven {
 			return res
 		}
