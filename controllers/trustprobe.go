@@ -245,22 +245,20 @@ func (r *WebhookInstallReconciler) probeTrustOn(ctx context.Context, pc probeCRD
 		}
 		return trustResult{trustInconclusive, fmt.Sprintf("reading CRD %s: %v", pc.name, err)}, false
 	}
-	// An earlier probe of this target left pc pointing at it: that write,
-	// loaded or not, is the one to prove. When it was not this process's,
-	// a round that starts now proves it.
-	written, completed := crd.ResourceVersion, time.Now()
-	var targetSent time.Time
+	// The write to prove is this probe's; or, when pc already points at
+	// target (an earlier probe of it), that earlier write, loaded or not:
+	// when it was another process's, a round that starts now proves it.
+	written, completed, sent := crd.ResourceVersion, time.Now(), time.Time{}
 	if w, ours := conversionWrites.Load(pc.name); ours && w.(conversionWrite).resourceVersion == written {
 		completed = w.(conversionWrite).completed
 	}
 	if !conversionEqual(crd.Spec.Conversion, target.conversion) {
-		targetSent = time.Now()
-		var res trustResult
-		var ok bool
-		if written, res, ok = r.writeProbe(ctx, pc, target); !ok {
-			return res, false
+		sent = time.Now()
+		rv, failed, ok := r.writeProbe(ctx, pc, target)
+		if !ok {
+			return failed, false
 		}
-		completed = time.Now()
+		written, completed = rv, time.Now()
 		noteConversionWrite(pc.name, written, completed)
 	}
 	if res, ok := probeBarrier.await(ctx, &crdLoadBarrier, completed, r.barrierRound); !ok {
@@ -270,7 +268,7 @@ func (r *WebhookInstallReconciler) probeTrustOn(ctx context.Context, pc probeCRD
 		// The barrier CRD is missing or forbidden: prove the write here.
 		return r.probeIdleFirst(ctx, pc, target, nil), false
 	}
-	return r.probeAnswer(ctx, pc, target, written, targetSent), false
+	return r.probeAnswer(ctx, pc, target, written, sent), false
 }
 
 // probeIdleFirst is the probe that proves its own write: it points pc at
