@@ -19,9 +19,11 @@ import (
 // naming that Service. A round proves every probe CRD write completed
 // before it started, so the probes that wait at once share one; and a
 // probe whose write another probe's answer already proves waits for none.
-// In a rotation storm that halves the probe CRD writes (each makes the API
-// server rebuild that CRD's handler and OpenAPI) and the waits a probe
-// holds its CRD for.
+// That halves the writes of the pool's CRDs and the waits a probe holds its
+// CRD for; the rounds add a write each, shared (each CRD write makes the
+// API server rebuild that CRD's handler and OpenAPI). Measured: 6 probes
+// wrote 6 pool and 4 barrier writes where they had written 12
+// (probe_pool_api_test.go).
 
 // trustProbeBarrierCRD is the barrier rounds' CRD: the first CRD shipped,
 // kept out of the probe pool (probe_pool.go), so that nothing else writes
