@@ -20,16 +20,18 @@ func (c probeCRD) apiVersion() string { return trustProbeGroup + "/v2" } // serv
 
 // trustProbeCRDs are the probe CRDs of the pool, identical to the other
 // CRDs Hookwright ships for probes but for their names. A probe holds one
-// for its whole run (its conversion is the probe's); three let the CA
-// rotations of three installs be proven at once, where one CRD made a
+// for its whole run (its conversion is the probe's); four let the CA
+// rotations of four installs be proven at once, where one CRD made a
 // rotation storm of a thousand installs wait for two thousand probes one
-// after the other. The fourth, trustprobes, is the barrier rounds' CRD
+// after the other (and three left probes waiting over probeSlotWait for a
+// free CRD in a storm). The fifth, trustprobes, is the barrier rounds' CRD
 // (trustProbeBarrierCRD, probe_barrier.go) and the resource of the
 // admission probes (admission_probe.go).
 var trustProbeCRDs = []probeCRD{
 	{name: "trustprobes2." + trustProbeGroup, kind: "TrustProbe2"},
 	{name: "trustprobes3." + trustProbeGroup, kind: "TrustProbe3"},
 	{name: "trustprobes4." + trustProbeGroup, kind: "TrustProbe4"},
+	{name: "trustprobes5." + trustProbeGroup, kind: "TrustProbe5"},
 }
 
 // probeSlotWait bounds the wait for a free probe CRD: a worker never sits

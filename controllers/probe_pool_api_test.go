@@ -61,7 +61,7 @@ func (g *probeGathering) wrap(next http.Handler) http.Handler {
 
 var _ = Describe("CA rotations of several installs at once", func() {
 	It("are proven at once, one probe CRD each, instead of one after the other, each writing its CRD once", func(ctx context.Context) {
-		const installs = 3 // the pool's probe CRDs (trustprobes2-4); the operator has 4 reconcile workers
+		const installs = 4 // the pool's probe CRDs (trustprobes2-5); the operator has 4 reconcile workers
 		gathering := &probeGathering{want: installs, gathered: make(chan struct{})}
 		var namespaces, crdNames []string
 		for range installs {

@@ -68,7 +68,7 @@ package controllers
 // through a webhook with the caBundle a CA rotation must prove
 // (trustprobe.go); nothing is stored. The probe CRDs' own spec.conversion
 // is patched under the rule above; four of them (probe_pool.go).
-// +kubebuilder:rbac:groups=operators.hookwright.dev,resources=trustprobes;trustprobes2;trustprobes3;trustprobes4,verbs=create
+// +kubebuilder:rbac:groups=operators.hookwright.dev,resources=trustprobes;trustprobes2;trustprobes3;trustprobes4;trustprobes5,verbs=create
 //
 // The admission guard (controllers/guard): read by name before any new CRD
 // claim, to refuse claims while it is not in force.

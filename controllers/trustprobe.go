@@ -24,7 +24,7 @@ import (
 // given caBundle, without changing the caBundle any reader uses.
 //
 // Hookwright ships CRDs of its own, trustprobes.operators.hookwright.dev
-// and three like it (config/crd, probe_pool.go), that no one reads. To
+// and four like it (config/crd, probe_pool.go), that no one reads. To
 // probe, it points one CRD's conversion at the webhook Service (same port and path as the install's
 // CRDs) with the caBundle to test, and dry-run creates a TrustProbe at a
 // version that is not the storage version: the API server converts it

@@ -460,17 +460,17 @@ func ownedCRDs() []operatorsv1alpha1.CRDDescription {
 }
 
 // trustProbePool describes the CRDs of the trust probe pool
-// (controllers/probe_pool.go): like trustprobes, so that three CA
+// (controllers/probe_pool.go): like trustprobes, so that four CA
 // rotations are proven at once.
 func trustProbePool() []operatorsv1alpha1.CRDDescription {
 	var pool []operatorsv1alpha1.CRDDescription
-	for _, n := range []string{"2", "3", "4"} {
+	for _, n := range []string{"2", "3", "4", "5"} {
 		pool = append(pool, operatorsv1alpha1.CRDDescription{
 			Name:        "trustprobes" + n + ".operators.hookwright.dev",
 			Version:     "v1",
 			Kind:        "TrustProbe" + n,
 			DisplayName: "Trust Probe " + n,
-			Description: "Hookwright's own probe of a webhook's serving chain during a CA rotation: its conversion is pointed at a webhook with a caBundle to test, and its objects are only ever dry-run created. One of three, so that three CA rotations are proven at once. Nothing is stored; create none.",
+			Description: "Hookwright's own probe of a webhook's serving chain during a CA rotation: its conversion is pointed at a webhook with a caBundle to test, and its objects are only ever dry-run created. One of four, so that four CA rotations are proven at once. Nothing is stored; create none.",
 		})
 	}
 	return pool

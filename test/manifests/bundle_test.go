@@ -64,7 +64,7 @@ var _ = Describe("The OLM bundle", func() {
 		Expect(bundle.Package).To(Equal("hookwright"))
 		Expect(bundle.Channels).To(Equal([]string{"alpha"}))
 		Expect(bundle.DefaultChannel).To(Equal("alpha"))
-		Expect(bundle.V1CRDs).To(HaveLen(5), "WebhookInstall and the four TrustProbe CRDs")
+		Expect(bundle.V1CRDs).To(HaveLen(6), "WebhookInstall and the five TrustProbe CRDs")
 
 		expectValid(bundle)
 	})
@@ -103,10 +103,10 @@ var _ = Describe("The OLM bundle", func() {
 			operatorsv1alpha1.InstallMode{Type: operatorsv1alpha1.InstallModeTypeSingleNamespace, Supported: false},
 			operatorsv1alpha1.InstallMode{Type: operatorsv1alpha1.InstallModeTypeMultiNamespace, Supported: false},
 		))
-		Expect(csv.Spec.CustomResourceDefinitions.Owned).To(HaveLen(5))
+		Expect(csv.Spec.CustomResourceDefinitions.Owned).To(HaveLen(6))
 		owned := csv.Spec.CustomResourceDefinitions.Owned[0]
 		Expect([]string{owned.Name, owned.Version, owned.Kind}).To(Equal([]string{"webhookinstalls.operators.hookwright.dev", "v1alpha1", "WebhookInstall"}))
-		for i, suffix := range []string{"", "2", "3", "4"} {
+		for i, suffix := range []string{"", "2", "3", "4", "5"} {
 			probe := csv.Spec.CustomResourceDefinitions.Owned[1+i]
 			Expect([]string{probe.Name, probe.Version, probe.Kind}).To(Equal([]string{"trustprobes" + suffix + ".operators.hookwright.dev", "v1", "TrustProbe" + suffix}),
 				"the CA rotation's trust probe pool (controllers/probe_pool.go)")

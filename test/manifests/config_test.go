@@ -51,6 +51,7 @@ var managerClusterPermissions = []string{
 	"operators.hookwright.dev/trustprobes2: create", // sorted: '2' before ':'
 	"operators.hookwright.dev/trustprobes3: create",
 	"operators.hookwright.dev/trustprobes4: create",
+	"operators.hookwright.dev/trustprobes5: create",
 	"operators.hookwright.dev/trustprobes: create",
 	"operators.hookwright.dev/webhookinstalls/finalizers: update",
 	"operators.hookwright.dev/webhookinstalls/status: update",
@@ -128,6 +129,7 @@ var _ = Describe("config/default", func() {
 			"CustomResourceDefinition /trustprobes2.operators.hookwright.dev",
 			"CustomResourceDefinition /trustprobes3.operators.hookwright.dev",
 			"CustomResourceDefinition /trustprobes4.operators.hookwright.dev",
+			"CustomResourceDefinition /trustprobes5.operators.hookwright.dev",
 			"ValidatingAdmissionPolicy /hookwright-install-authority",
 			"ValidatingAdmissionPolicyBinding /hookwright-install-authority",
 			"ClusterRole /hookwright-metrics-reader",
