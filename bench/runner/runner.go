@@ -216,6 +216,7 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 		}
 	}
 	b.deadline = time.Now().Add(budget)
+	b.report.Budget = budget
 	stopLoad := b.watchLoad()
 	err := b.run(ctx)
 	stopLoad()
