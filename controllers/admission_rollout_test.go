@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/utils/clock"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
@@ -66,7 +67,7 @@ func TestAdmissionVerificationWaitsOutARotationsRollout(t *testing.T) {
 					return errors.New("refused by the test")
 				},
 			})
-			r := &WebhookInstallReconciler{Client: c, APIReader: c}
+			r := &WebhookInstallReconciler{Client: c, APIReader: c, Clock: clock.RealClock{}}
 			install := &v1alpha1.WebhookInstall{}
 			install.Namespace, install.Name, install.Generation = "team-a", "widgets", generation
 			install.Status.ObservedGeneration = 1

@@ -55,6 +55,9 @@ type admissionState struct {
 	// verifyReason is why verification failed (state Failed) or could not
 	// run (state Unverified), a Reason constant.
 	verifyReason string
+	// verifyTook is how long this pass's verification request through the
+	// API server took (unanswered.go).
+	verifyTook time.Duration
 	// trusted: this pass, the API server reached the webhook through its
 	// configuration and trusted its serving certificate with the current
 	// caBundle. What a certificate rotation waits for, as crdState.trusted.

@@ -59,7 +59,9 @@ func (r *WebhookInstallReconciler) verifyAdmission(ctx context.Context, s *insta
 			a.state, a.message = v1alpha1.AdmissionVerified, previousAdmissionMessage(s.install, a)
 			continue
 		}
+		started := r.Clock.Now()
 		v := r.verifyAdmissionWebhook(ctx, s, a)
+		a.verifyTook = r.Clock.Since(started)
 		admissionVerificationsTotal.WithLabelValues(string(a.kind), v.result()).Inc()
 		a.state, a.verifyReason, a.message, a.trusted, a.unverifiable = v.state, v.reason, v.message, v.trusted, v.static || v.forbidden
 		switch {

@@ -110,6 +110,7 @@ func (r *WebhookInstallReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		concurrency = DefaultConcurrency
 	}
 	r.dueWakes.limit = 2 * concurrency
+	r.unanswered.limit = unansweredLanes(concurrency)
 	return ctrl.NewControllerManagedBy(mgr).
 		WithOptions(controller.Options{MaxConcurrentReconciles: concurrency}).
 		For(&v1alpha1.WebhookInstall{}, builder.WithPredicates(skipStatusOnlyUpdates())).

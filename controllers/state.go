@@ -152,6 +152,9 @@ type crdState struct {
 	// constant: WebhookUntrusted, WebhookUnreachable, WebhookPathNotFound,
 	// ConversionRefused or ConversionFailed. "" for failures of other steps.
 	verifyReason string
+	// verifyTook is how long this pass's conversion through the API server
+	// took (unanswered.go).
+	verifyTook time.Duration
 	// writtenVersion is the CRD's resourceVersion after this pass's write
 	// of spec.conversion: the pass verifies it once Hookwright's CRD watch
 	// shows that version (verify_watched.go).

@@ -144,11 +144,13 @@ func (r *WebhookInstallReconciler) verifyConversion(ctx context.Context, s *inst
 			continue
 		}
 		var p probe
+		started := r.Clock.Now()
 		if readNothing && unchanged || !confirm && !retargeted && verifiedThroughRotation(s, c) {
 			p = r.reprobeConversion(ctx, s.install, c.crd, version, previousMessage(s.install, c.name))
 		} else {
 			p = r.probeConversion(ctx, s.install, c.crd, version)
 		}
+		c.verifyTook = r.Clock.Since(started)
 		verificationsTotal.WithLabelValues(p.result()).Inc()
 		c.trusted, c.message = p.trusted, p.message
 		switch {

@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/utils/clock"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
@@ -186,7 +187,7 @@ func newConversionRig(t *testing.T, answer func(n int) error) *conversionRig {
 		w.SetName("stored")
 		return []unstructured.Unstructured{w}, nil
 	})
-	rig.r = &WebhookInstallReconciler{Client: c, APIReader: c, Resources: resources}
+	rig.r = &WebhookInstallReconciler{Client: c, APIReader: c, Resources: resources, Clock: clock.RealClock{}}
 	var err error
 	if rig.ca, err = certs.NewCA("ca", certs.ECDSAP256, time.Hour, time.Now()); err != nil {
 		t.Fatal(err)
@@ -307,7 +308,7 @@ func newAdmissionRig(t *testing.T, answer func(n int) error) *admissionRig {
 			return answer(rig.dryRuns)
 		},
 	})
-	rig.r = &WebhookInstallReconciler{Client: c, APIReader: c}
+	rig.r = &WebhookInstallReconciler{Client: c, APIReader: c, Clock: clock.RealClock{}}
 	var err error
 	if rig.ca, err = certs.NewCA("ca", certs.ECDSAP256, time.Hour, time.Now()); err != nil {
 		t.Fatal(err)

@@ -62,6 +62,10 @@ type WebhookInstallReconciler struct {
 	dueWakes dueWakes
 	// echoes: writes whose watch events wake no pass (own_echo.go).
 	echoes ownEchoes
+	// unanswered: installs whose webhooks let verifications wait for the
+	// API server's timeout, and the worker lanes their passes take
+	// (unanswered.go).
+	unanswered unansweredInstalls
 }
 
 // DefaultConcurrency: measured by `make bench` (P4), one worker let 1,000
@@ -88,6 +92,7 @@ func (r *WebhookInstallReconciler) Reconcile(ctx context.Context, req ctrl.Reque
 		if apierrors.IsNotFound(err) {
 			r.installVersions.forget(req.NamespacedName)
 			r.dueWakes.forget(req.NamespacedName)
+			r.unanswered.forget(req.NamespacedName)
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
@@ -112,6 +117,15 @@ func (r *WebhookInstallReconciler) Reconcile(ctx context.Context, req ctrl.Reque
 		return r.retire(ctx, s, newer)
 	}
 
+	release, admitted := r.unanswered.admit(req.NamespacedName)
+	if !admitted {
+		// Its webhook did not answer last time, and every lane is taken by
+		// installs like it: the other workers stay free (unanswered.go).
+		ctrl.LoggerFrom(ctx).V(1).Info("Pass deferred: the install's webhook did not answer its last verification and every lane for such installs is taken", "retryAfter", verifyFailedRetry)
+		return ctrl.Result{RequeueAfter: verifyFailedRetry}, nil
+	}
+	defer release()
+
 	var stepErr error
 	for _, run := range []step{r.releaseDropped, r.preflight, r.observeAdmission, r.claimOwnership, r.ensureCertificates, r.ensureWorkloads,
 		r.awaitReadyEndpoints, r.configureConversion, r.configureAdmission, r.verifyConversion, r.migrateStorage} {
@@ -120,6 +134,7 @@ func (r *WebhookInstallReconciler) Reconcile(ctx context.Context, req ctrl.Reque
 		}
 	}
 	r.wakeWhenDue(s)
+	r.unanswered.observe(req.NamespacedName, foundUnanswered(s))
 	if err := r.writeStatus(ctx, s, stepErr); err != nil {
 		return ctrl.Result{}, errors.Join(stepErr, err)
 	}
