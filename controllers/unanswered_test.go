@@ -78,8 +78,17 @@ func TestUnansweredInstallsZeroValueHasOneLane(t *testing.T) {
 }
 
 func TestFoundUnanswered(t *testing.T) {
-	crd := func(reason string, took time.Duration) installState {
-		return installState{crds: []*crdState{{name: "ok", verifyTook: 40 * time.Second}, {name: "x", verifyReason: reason, verifyTook: took}}}
+	const (
+		timedOut = `the API server could not reach the webhook (no ready pod, connection refused or timed out), so it could not convert widgets.example.com to v2: ` +
+			`conversion webhook for example.com/v2, Kind=Widget failed: Post "https://widgets.team-a.svc:443/convert?timeout=30s": net/http: request canceled (Client.Timeout exceeded while awaiting headers)`
+		deadline = `... failed: Post "https://widgets.team-a.svc:443/convert?timeout=30s": context deadline exceeded`
+		refused  = `... failed: Post "https://widgets.team-a.svc:443/convert?timeout=30s": dial tcp 127.0.0.1:40000: connect: connection refused`
+	)
+	crd := func(reason, message string, took time.Duration) installState {
+		return installState{crds: []*crdState{{name: "ok", verifyTook: 40 * time.Second}, {name: "x", verifyReason: reason, message: message, verifyTook: took}}}
+	}
+	admission := func(reason, message string, took time.Duration) installState {
+		return installState{admission: []*admissionState{{name: "x", verifyReason: reason, message: message, verifyTook: took}}}
 	}
 	for _, tc := range []struct {
 		name   string
@@ -87,16 +96,16 @@ func TestFoundUnanswered(t *testing.T) {
 		marked bool
 		why    string
 	}{
-		{"a conversion that waited and was unreachable", crd(v1alpha1.ReasonWebhookUnreachable, 30*time.Second), true, ""},
-		{"an admission webhook that waited and was unreachable",
-			installState{admission: []*admissionState{{name: "x", verifyReason: v1alpha1.ReasonWebhookUnreachable, verifyTook: 10 * time.Second}}}, true, ""},
-		{"unreachable at once (connection refused, no endpoint)", crd(v1alpha1.ReasonWebhookUnreachable, time.Second), false, "a quick failure holds no worker"},
-		{"just under the wait", crd(v1alpha1.ReasonWebhookUnreachable, unansweredAfter-time.Millisecond), false, "under unansweredAfter"},
-		{"a slow conversion that converted", crd("", 30*time.Second), false, "the webhook answered"},
-		{"a slow refusal", crd(v1alpha1.ReasonConversionRefused, 30*time.Second), false, "the webhook answered"},
-		{"a slow untrusted webhook", crd(v1alpha1.ReasonWebhookUntrusted, 30*time.Second), false, "the TLS handshake answered"},
-		{"a slow admission webhook that errored",
-			installState{admission: []*admissionState{{name: "x", verifyReason: v1alpha1.ReasonWebhookErrored, verifyTook: 10 * time.Second}}}, false, "the webhook answered"},
+		{"a conversion whose wait ran out", crd(v1alpha1.ReasonWebhookUnreachable, timedOut, 30*time.Second), true, ""},
+		{"a conversion whose context ran out", crd(v1alpha1.ReasonWebhookUnreachable, deadline, 30*time.Second), true, ""},
+		{"an admission webhook whose wait ran out",
+			admission(v1alpha1.ReasonWebhookUnreachable, `failed calling webhook "v.example.com": failed to call webhook: Post "https://v.team-a.svc:443/v?timeout=10s": context deadline exceeded`, 10*time.Second), true, ""},
+		{"refused, after the API server's retries", crd(v1alpha1.ReasonWebhookUnreachable, refused, 8*time.Second), false, "a pod not serving yet is refused, slowly on a loaded API server"},
+		{"a timeout under the wait", crd(v1alpha1.ReasonWebhookUnreachable, timedOut, unansweredAfter-time.Millisecond), false, "under unansweredAfter"},
+		{"a slow conversion that converted", crd("", "read team-a/w at v2 through the webhook (context deadline exceeded once)", 30*time.Second), false, "the webhook answered"},
+		{"a slow refusal", crd(v1alpha1.ReasonConversionRefused, deadline, 30*time.Second), false, "the webhook answered"},
+		{"a slow untrusted webhook", crd(v1alpha1.ReasonWebhookUntrusted, deadline, 30*time.Second), false, "the TLS handshake answered"},
+		{"a slow admission webhook that errored", admission(v1alpha1.ReasonWebhookErrored, deadline, 10*time.Second), false, "the webhook answered"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := foundUnanswered(&tc.s); got != tc.marked {
