@@ -40,12 +40,12 @@ var _ = Describe("Webhooks that accept connections and never answer", func() {
 				g.Expect(c.Status).To(Equal(metav1.ConditionFalse), ns)
 				g.Expect(c.Reason).To(Equal(v1alpha1.ReasonWebhookUnreachable), ns)
 			}
-		}, "150s").Should(Succeed())
+		}, "240s").Should(Succeed())
 		Expect(metricValue("hookwright_unanswered_webhook_installs", nil)).To(BeEquivalentTo(installs))
 
 		By("their next verifications take turns")
 		hang.recount()
-		Eventually(hang.started, "180s", "1s").Should(BeNumerically(">=", installs))
+		Eventually(hang.started, "240s", "1s").Should(BeNumerically(">=", installs))
 		Expect(hang.mostAtOnce()).To(BeNumerically("<=", lanes), "verifications of unanswered webhooks in flight at once")
 
 		By("answered, every install converges and leaves the lanes")
@@ -55,7 +55,7 @@ var _ = Describe("Webhooks that accept connections and never answer", func() {
 				c := condition(installIn(ctx, g, ns, "widgets"), v1alpha1.TypeConversionVerified)
 				g.Expect(c.Status).To(Equal(metav1.ConditionTrue), "%s: %s: %s", ns, c.Reason, c.Message)
 			}
-		}, "150s").Should(Succeed())
+		}, "240s").Should(Succeed())
 		Eventually(func() float64 { return metricValue("hookwright_unanswered_webhook_installs", nil) }).Should(BeZero())
 	})
 })
